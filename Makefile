@@ -1,0 +1,51 @@
+# claim-judge: `make run` sets up and judges the sample batch with the embedded model;
+# `make test` runs the test suite. Both create .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+DB ?= out/sample.db
+SAMPLE ?= gold/samples/answers.jsonl
+
+.PHONY: run test test-fast lint bench eval setup browser clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian's Chromium for the browser tests (no browser download at test time).
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
+	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	    || echo "warning: could not install chromium; browser tests will be skipped"; }
+
+run: $(STAMP)
+	mkdir -p out
+	$(BIN)/judge run $(SAMPLE) --db $(DB); status=$$?; \
+	  $(BIN)/judge export --db $(DB) --format jsonl -o out/sample_verdicts.jsonl && \
+	  echo "verdicts: out/sample_verdicts.jsonl; inspect one with: $(BIN)/judge show ANSWER_ID --db $(DB)"; \
+	  test $$status -eq 0 -o $$status -eq 2
+
+test: $(STAMP) browser
+	$(BIN)/ruff check judge calibration tests bench
+	$(BIN)/python -m pytest -q -ra
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not embedded and not browser"
+
+lint: $(STAMP)
+	$(BIN)/ruff check judge calibration tests bench
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench.py
+
+eval: $(STAMP)
+	$(BIN)/judge eval-gold gold/eval_subset.jsonl --db out/eval.db
+
+clean:
+	rm -rf out .pytest_cache .ruff_cache

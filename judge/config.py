@@ -1,0 +1,83 @@
+"""The judge config and the ``judge_version`` id derived from it.
+
+A judge version is the identity of everything that determines a verdict: the exact
+model id, the prompt templates (name, version, content hash), the sampling parameters
+and the output schema version. Change any of them and the version id changes.
+Operational settings (concurrency, timeouts, retries) do not change a verdict and are
+left out of the hash.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judge.records import content_hash
+
+#: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
+DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+#: Version of the structured output schemas (judge.schemas). Bump on any schema change.
+SCHEMA_VERSION = "1"
+
+
+class JudgeConfig(BaseModel):
+    """What a user pins and commits (``judge.toml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int = 0
+    max_tokens: int = Field(default=1024, ge=16, le=32768)
+    prompts: dict[str, str] = Field(
+        default_factory=lambda: {"split_claims": "v1", "verify_claims": "v1"}
+    )
+    schema_version: str = SCHEMA_VERSION
+    verify_batch_size: int = Field(default=4, ge=1, le=50)
+    max_claims_per_answer: int = Field(default=40, ge=1, le=500)
+    # Operational: not part of the judge version.
+    timeout_s: float = Field(default=300.0, gt=0)
+    retries: int = Field(default=2, ge=0, le=10)
+    concurrency: int = Field(default=1, ge=1, le=64)
+
+    #: fields that change a verdict, hence the judge version
+    VERSIONED: ClassVar[tuple[str, ...]] = (
+        "model", "temperature", "seed", "max_tokens", "prompts", "schema_version",
+        "verify_batch_size", "max_claims_per_answer",
+    )
+
+    @classmethod
+    def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:
+        """Read a TOML config (``[judge]`` table or top level) and apply CLI overrides."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            try:
+                raw = tomllib.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError as exc:
+                raise ValueError(f"config file not found: {path}") from exc
+            except tomllib.TOMLDecodeError as exc:
+                raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
+            data = dict(raw.get("judge", raw))
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(data)
+
+    def versioned_fields(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.VERSIONED}
+
+
+def short_model_name(model: str) -> str:
+    """``embedded/qwen2.5-coder-1.5b-instruct-q4_k_m`` -> ``qwen2.5-coder-1.5b-instruct-q4_k_m``."""
+    name = model.rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
+
+
+def judge_version(config: JudgeConfig, template_hashes: dict[str, str]) -> str:
+    """``<model>@<12 hex>``: readable name + short hash over model, parameters,
+    template contents (by name/version/hash) and schema version."""
+    ident = {"config": config.versioned_fields(), "templates": dict(sorted(template_hashes.items()))}
+    return f"{short_model_name(config.model)}@{content_hash(ident)[:12]}"

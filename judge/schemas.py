@@ -1,0 +1,61 @@
+"""Structured outputs asked of the judge model (schema version ``judge.config.SCHEMA_VERSION``).
+
+Deliberately without any confidence field: the model is a witness, not the judge of
+itself. Strength of evidence is computed by the program.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+LabelLiteral = Literal["supported", "contradicted", "not_in_source", "not_verifiable"]
+SubtypeLiteral = Literal[
+    "unsupported_addition",
+    "misattribution",
+    "numeric_or_version_error",
+    "self_contradiction",
+    "overgeneralization",
+    "dropped_condition",
+    "opinion",
+]
+
+
+class SplitClaim(BaseModel):
+    sentence: int = Field(description="number of the answer sentence this claim comes from")
+    text: str = Field(min_length=1, max_length=2000, description="one self-contained claim")
+    kind: Literal["fact", "abstention"] = Field(
+        description="'abstention' if the claim says the sources do not cover something"
+    )
+
+
+class SplitOutput(BaseModel):
+    claims: list[SplitClaim] = Field(max_length=60)
+
+
+class EvidenceQuote(BaseModel):
+    source_id: str = Field(max_length=200)
+    quote: str = Field(max_length=1000, description="verbatim span copied from that source")
+
+
+class ClaimJudgement(BaseModel):
+    claim: int = Field(description="claim number as given")
+    label: LabelLiteral
+    subtype: SubtypeLiteral | None = Field(
+        default=None, description="required unless the label is 'supported'"
+    )
+    evidence: list[EvidenceQuote] = Field(default_factory=list, max_length=3)
+    rationale: str = Field(default="", max_length=600)
+
+    @model_validator(mode="after")
+    def _subtype_rule(self) -> ClaimJudgement:
+        if self.label != "supported" and self.subtype is None:
+            raise ValueError(f"claim {self.claim}: subtype is required when label is {self.label}")
+        if self.label == "supported":
+            self.subtype = None
+        return self
+
+
+class VerifyOutput(BaseModel):
+    judgements: list[ClaimJudgement] = Field(max_length=50)

@@ -1,0 +1,116 @@
+"""Schema migrations: an ordered list, each applied once and recorded in ``_migrations``.
+
+Never edit or reorder a migration that has shipped; append a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import sqlite_utils
+
+Migration = Callable[[sqlite_utils.Database], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_core(db: sqlite_utils.Database) -> None:
+    db["judge_versions"].create(
+        {"id": str, "model": str, "config": str, "templates": str, "created_at": str}, pk="id"
+    )
+    db["runs"].create(
+        {
+            "id": str, "judge_version": str, "input_path": str, "input_sha256": str,
+            "started_at": str, "finished_at": str, "status": str, "stats": str,
+            "purpose": str,
+        },
+        pk="id",
+        foreign_keys=[("judge_version", "judge_versions", "id")],
+    )
+    db["answers"].create(
+        {
+            "id": str, "record_sha256": str, "question": str, "answer": str, "generator": str,
+            "expected_status": str, "record": str, "first_seen": str,
+        },
+        pk="id",
+    )
+    db["sources"].create(
+        {
+            "answer_id": str, "id": str, "title": str, "text": str, "json": str,
+            "version": str, "effective_date": str,
+        },
+        pk=("answer_id", "id"),
+    )
+    db["run_answers"].create(
+        {
+            "run_id": str, "answer_id": str, "line": int, "status": str, "refused_reason": str,
+            "answer_status": str, "error": str, "finished_at": str,
+        },
+        pk=("run_id", "answer_id"),
+    )
+    db["rejected_lines"].create({"run_id": str, "line": int, "error": str}, pk=("run_id", "line"))
+    db["claims"].create(
+        {
+            "id": str, "answer_id": str, "idx": int, "text": str, "citations": str,
+            "origin": str, "is_abstention": int,
+        },
+        pk="id",
+    )
+    # Split results are per judge version: which claims this version found in this answer.
+    db["answer_claims"].create(
+        {"judge_version": str, "answer_id": str, "claim_id": str, "idx": int},
+        pk=("judge_version", "answer_id", "claim_id"),
+    )
+    db["verdicts"].create(
+        {
+            "id": str, "judge_version": str, "claim_id": str, "answer_id": str, "run_id": str,
+            "label": str, "subtype": str, "evidence": str, "rationale": str, "checks": str,
+            "strength": float, "review": int, "review_reasons": str, "error": str,
+            "call_ids": str, "created_at": str,
+        },
+        pk="id",
+    )
+    db["verdicts"].create_index(["judge_version", "claim_id"], unique=True)
+    db["verdicts"].create_index(["answer_id"])
+    db["checks"].create(
+        {
+            "verdict_id": str, "seq": int, "name": str, "target": str, "outcome": str,
+            "detail": str,
+        },
+        pk=("verdict_id", "seq"),
+    )
+    db["checks"].create_index(["name", "outcome"])
+    db["calls"].create(
+        {
+            "id": str, "purpose": str, "template": str, "template_version": str,
+            "template_sha256": str, "model_sent": str, "model_answered": str,
+            "system_fingerprint": str, "params": str, "messages": str, "response_schema": str,
+            "raw_output": str, "parsed": str, "error": str, "finish_reason": str,
+            "prompt_tokens": int, "completion_tokens": int, "latency_ms": float, "cost": float,
+            "attempts": int, "created_at": str, "run_id": str,
+        },
+        pk="id",
+    )
+
+
+def apply_migrations(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations in order; return the names applied."""
+    table = db["_migrations"]
+    if not table.exists():
+        table.create({"name": str, "applied_at": str}, pk="name")
+    done = {row["name"] for row in table.rows}
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        with db.conn:
+            fn(db)
+            table.insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
+        applied.append(name)
+    return applied

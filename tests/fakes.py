@@ -1,0 +1,117 @@
+"""A scripted litellm provider for tests and the overhead benchmark (never a product default).
+
+``fake/<name>`` models answer through a responder function; the default responder is
+a transparent rule: one claim per answer sentence, and a claim is ``supported`` with
+itself as the quote when it occurs verbatim in a source, else ``not_in_source``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import json  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
+
+import litellm  # noqa: E402
+from litellm import CustomLLM, ModelResponse  # noqa: E402
+from litellm.types.utils import Choices, Message, Usage  # noqa: E402
+
+
+@dataclass
+class Reply:
+    content: str
+    finish_reason: str = "stop"
+    model: str | None = None
+
+
+Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
+
+
+def schema_name(optional_params: dict[str, Any]) -> str:
+    fmt = optional_params.get("response_format") or {}
+    if isinstance(fmt, dict):
+        return (fmt.get("json_schema") or {}).get("name", "") or ""
+    return ""
+
+
+def _frames(text: str) -> list[str]:
+    return re.findall(r"<<DATA-[0-9a-f]{16}[^\n]*\n(.*?)\nDATA-[0-9a-f]{16}>>", text, re.S)
+
+
+def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
+    user = messages[-1]["content"]
+    if "Split" in schema:
+        sentences = re.findall(r"^Sentence (\d+): (.*)$", user, re.M)
+        claims = [
+            {"sentence": int(n), "text": t.strip(),
+             "kind": "abstention" if re.search(r"未提及|not covered", t) else "fact"}
+            for n, t in sentences
+        ]
+        return json.dumps({"claims": claims}, ensure_ascii=False)
+    frames = _frames(user)
+    sources = re.findall(r'source_id="([^"]*)"[^\n]*\n(.*?)\nDATA-', user, re.S)
+    claims = re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", frames[-1] if frames else "", re.M)
+    judgements = []
+    for number, text in claims:
+        hit = next(((sid, body) for sid, body in sources if text.strip() in body), None)
+        if hit:
+            judgements.append({"claim": int(number), "label": "supported", "subtype": None,
+                               "evidence": [{"source_id": hit[0], "quote": text.strip()}],
+                               "rationale": "stated verbatim"})
+        else:
+            judgements.append({"claim": int(number), "label": "not_in_source",
+                               "subtype": "unsupported_addition", "evidence": [],
+                               "rationale": "not found"})
+    return json.dumps({"judgements": judgements}, ensure_ascii=False)
+
+
+@dataclass
+class FakeLLM(CustomLLM):
+    responder: Responder = rule_responder
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def _reply(self, model: str, messages: list, optional_params: dict) -> ModelResponse:
+        schema = schema_name(optional_params)
+        self.calls.append({"model": model, "messages": messages, "schema": schema,
+                           "params": dict(optional_params)})
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        out = self.responder(schema, messages)
+        if isinstance(out, Exception):
+            raise out
+        reply = out if isinstance(out, Reply) else Reply(out)
+        return ModelResponse(
+            model=reply.model or model,
+            choices=[Choices(index=0, finish_reason=reply.finish_reason,
+                             message=Message(role="assistant", content=reply.content))],
+            usage=Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
+                        completion_tokens=len(reply.content) // 4,
+                        total_tokens=0),
+        )
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return self._reply(model, messages, kwargs.get("optional_params") or {})
+
+    async def acompletion(
+        self, model: str, messages: list, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
+        return self._reply(model, messages, kwargs.get("optional_params") or {})
+
+
+def install(fake: FakeLLM, provider: str = "fake") -> FakeLLM:
+    """Register ``fake`` as the handler of ``<provider>/...`` models (replacing any earlier)."""
+    litellm.custom_provider_map = [
+        p for p in litellm.custom_provider_map if p["provider"] != provider
+    ] + [{"provider": provider, "custom_handler": fake}]
+    litellm.utils.custom_llm_setup()
+    return fake
