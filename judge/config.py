@@ -47,8 +47,14 @@ class JudgeConfig(BaseModel):
 
     #: fields that change a verdict, hence the judge version
     VERSIONED: ClassVar[tuple[str, ...]] = (
-        "model", "temperature", "seed", "max_tokens", "prompts", "schema_version",
-        "verify_batch_size", "max_claims_per_answer",
+        "model",
+        "temperature",
+        "seed",
+        "max_tokens",
+        "prompts",
+        "schema_version",
+        "verify_batch_size",
+        "max_claims_per_answer",
     )
 
     @classmethod
@@ -79,5 +85,8 @@ def short_model_name(model: str) -> str:
 def judge_version(config: JudgeConfig, template_hashes: dict[str, str]) -> str:
     """``<model>@<12 hex>``: readable name + short hash over model, parameters,
     template contents (by name/version/hash) and schema version."""
-    ident = {"config": config.versioned_fields(), "templates": dict(sorted(template_hashes.items()))}
+    ident = {
+        "config": config.versioned_fields(),
+        "templates": dict(sorted(template_hashes.items())),
+    }
     return f"{short_model_name(config.model)}@{content_hash(ident)[:12]}"

@@ -199,7 +199,8 @@ def read_records(path: Path) -> Iterator[AcceptedLine | RejectedLine]:
             answer_id = result.record.answer_id
             if answer_id in seen:
                 result = RejectedLine(
-                    line_no, f"duplicate answer id {answer_id!r} (first seen on line {seen[answer_id]})"
+                    line_no,
+                    f"duplicate answer id {answer_id!r} (first seen on line {seen[answer_id]})",
                 )
             else:
                 seen[answer_id] = line_no

@@ -10,9 +10,18 @@ import re
 
 # Names that belong to one model family although they are spelled differently.
 _FAMILY_ALIASES = {
-    "chatgpt": "gpt", "o1": "gpt", "o3": "gpt", "o4": "gpt", "davinci": "gpt",
-    "codellama": "llama", "meta-llama": "llama", "qwq": "qwen", "codegemma": "gemma",
-    "codestral": "mistral", "mixtral": "mistral", "ministral": "mistral",
+    "chatgpt": "gpt",
+    "o1": "gpt",
+    "o3": "gpt",
+    "o4": "gpt",
+    "davinci": "gpt",
+    "codellama": "llama",
+    "meta-llama": "llama",
+    "qwq": "qwen",
+    "codegemma": "gemma",
+    "codestral": "mistral",
+    "mixtral": "mistral",
+    "ministral": "mistral",
 }
 _VERSION_SUFFIX = re.compile(
     r"(-(latest|preview|\d{4}-?\d{2}-?\d{2}|\d{8}|\d{4}|v\d+(\.\d+)*|q\d+(-[a-z0-9]{1,2})*|"

@@ -68,8 +68,11 @@ class Store:
         with self.db.conn:
             self.db["judge_versions"].insert(
                 {
-                    "id": version, "model": model, "config": _dumps(config),
-                    "templates": _dumps(templates), "created_at": now(),
+                    "id": version,
+                    "model": model,
+                    "config": _dumps(config),
+                    "templates": _dumps(templates),
+                    "created_at": now(),
                 },
                 ignore=True,
             )
@@ -97,9 +100,15 @@ class Store:
         with self.db.conn:
             self.db["runs"].insert(
                 {
-                    "id": run_id, "judge_version": judge_version, "input_path": input_path,
-                    "input_sha256": input_sha256, "started_at": started, "finished_at": None,
-                    "status": "running", "stats": None, "purpose": purpose,
+                    "id": run_id,
+                    "judge_version": judge_version,
+                    "input_path": input_path,
+                    "input_sha256": input_sha256,
+                    "started_at": started,
+                    "finished_at": None,
+                    "status": "running",
+                    "stats": None,
+                    "purpose": purpose,
                 }
             )
         return run_id, False
@@ -167,9 +176,7 @@ class Store:
             )
         )
         with self.db.conn:
-            self.db["run_answers"].insert(
-                {**prior, "run_id": run_id, "line": line}, replace=True
-            )
+            self.db["run_answers"].insert({**prior, "run_id": run_id, "line": line}, replace=True)
 
     def save_answer_result(
         self,
@@ -188,20 +195,27 @@ class Store:
         with self.db.conn:
             self.db["answers"].insert(
                 {
-                    "id": record.answer_id, "record_sha256": record_sha(record),
-                    "question": record.question, "answer": record.answer,
-                    "generator": record.generator, "expected_status": record.expected_status,
-                    "record": record.model_dump_json(by_alias=True), "first_seen": stamp,
+                    "id": record.answer_id,
+                    "record_sha256": record_sha(record),
+                    "question": record.question,
+                    "answer": record.answer,
+                    "generator": record.generator,
+                    "expected_status": record.expected_status,
+                    "record": record.model_dump_json(by_alias=True),
+                    "first_seen": stamp,
                 },
                 ignore=True,
             )
             self.db["sources"].insert_all(
                 (
                     {
-                        "answer_id": record.answer_id, "id": s.id, "title": s.title,
+                        "answer_id": record.answer_id,
+                        "id": s.id,
+                        "title": s.title,
                         "text": s.text,
                         "json": None if s.json_doc is None else _dumps(s.json_doc),
-                        "version": s.version, "effective_date": s.effective_date,
+                        "version": s.version,
+                        "effective_date": s.effective_date,
                     }
                     for s in record.sources
                 ),
@@ -210,17 +224,24 @@ class Store:
             for claim in claims:
                 self.db["claims"].insert(
                     {
-                        "id": claim.id, "answer_id": claim.answer_id, "idx": claim.index,
+                        "id": claim.id,
+                        "answer_id": claim.answer_id,
+                        "idx": claim.index,
                         "text": claim.text,
-                        "citations": _dumps([c.model_dump(exclude_none=True) for c in claim.citations]),
-                        "origin": claim.origin, "is_abstention": int(claim.is_abstention),
+                        "citations": _dumps(
+                            [c.model_dump(exclude_none=True) for c in claim.citations]
+                        ),
+                        "origin": claim.origin,
+                        "is_abstention": int(claim.is_abstention),
                     },
                     ignore=True,
                 )
                 self.db["answer_claims"].insert(
                     {
-                        "judge_version": judge_version, "answer_id": claim.answer_id,
-                        "claim_id": claim.id, "idx": claim.index,
+                        "judge_version": judge_version,
+                        "answer_id": claim.answer_id,
+                        "claim_id": claim.id,
+                        "idx": claim.index,
                     },
                     ignore=True,
                 )
@@ -228,9 +249,14 @@ class Store:
                 self._insert_verdict(verdict, run_id, stamp)
             self.db["run_answers"].insert(
                 {
-                    "run_id": run_id, "answer_id": record.answer_id, "line": line,
-                    "status": status, "refused_reason": refused_reason,
-                    "answer_status": answer_status, "error": None, "finished_at": stamp,
+                    "run_id": run_id,
+                    "answer_id": record.answer_id,
+                    "line": line,
+                    "status": status,
+                    "refused_reason": refused_reason,
+                    "answer_status": answer_status,
+                    "error": None,
+                    "finished_at": stamp,
                 },
                 replace=True,
             )
@@ -242,23 +268,37 @@ class Store:
             return
         self.db["verdicts"].insert(
             {
-                "id": vid, "judge_version": verdict.judge_version, "claim_id": verdict.claim_id,
-                "answer_id": verdict.answer_id, "run_id": run_id, "label": verdict.label,
+                "id": vid,
+                "judge_version": verdict.judge_version,
+                "claim_id": verdict.claim_id,
+                "answer_id": verdict.answer_id,
+                "run_id": run_id,
+                "label": verdict.label,
                 "subtype": verdict.subtype,
                 "evidence": _dumps([e.model_dump() for e in verdict.evidence]),
                 "rationale": verdict.rationale,
                 "checks": _dumps([c.model_dump() for c in verdict.checks]),
-                "strength": verdict.strength, "review": int(verdict.review),
-                "review_reasons": _dumps(verdict.review_reasons), "error": verdict.error,
-                "call_ids": _dumps(verdict.call_ids), "created_at": stamp,
+                "strength": verdict.strength,
+                "review": int(verdict.review),
+                "review_reasons": _dumps(verdict.review_reasons),
+                "error": verdict.error,
+                "call_ids": _dumps(verdict.call_ids),
+                "created_at": stamp,
             }
         )
         self.db["checks"].insert_all(
-            {
-                "verdict_id": vid, "seq": i, "name": c.name, "target": c.target,
-                "outcome": c.outcome, "detail": _dumps(c.detail),
-            }
-            for i, c in enumerate(verdict.checks)
+            (
+                {
+                    "verdict_id": vid,
+                    "seq": i,
+                    "name": c.name,
+                    "target": c.target,
+                    "outcome": c.outcome,
+                    "detail": _dumps(c.detail),
+                }
+                for i, c in enumerate(verdict.checks)
+            ),
+            replace=True,
         )
 
     # -- model calls ---------------------------------------------------------------

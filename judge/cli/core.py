@@ -1,0 +1,307 @@
+"""Core commands: run, show, export, replay, versions, prompts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from judge.cli import app
+from judge.cli.common import DB_OPTION, console, fail, open_store, out, print_json
+from judge.config import JudgeConfig
+from judge.runner import RunSummary, run_batch
+
+prompts_app = typer.Typer(help="Prompt templates: check the manifest, lock new versions.")
+app.add_typer(prompts_app, name="prompts")
+
+
+def load_config(config: Path | None, **overrides: object) -> JudgeConfig:
+    try:
+        return JudgeConfig.load(config, **overrides)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+@app.command()
+def run(
+    input: Path = typer.Argument(..., help="JSONL file of answer records, one per line."),
+    db: Path = DB_OPTION,
+    config: Path | None = typer.Option(None, "--config", "-c", help="Judge config (TOML)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-j", min=1, max=64),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object at the end."),
+) -> None:
+    """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
+
+    Exit code 0 when every line was accepted, 2 when some lines were rejected (the rest
+    are still judged), 1 on a fatal error.
+    """
+    if not input.exists():
+        fail(f"input file {input} does not exist")
+    cfg = load_config(config, model=model, concurrency=concurrency)
+    store = open_store(db)
+    columns = (
+        TextColumn("[bold]judging[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(
+        *columns, console=console, transient=False, disable=not sys.stderr.isatty() and as_json
+    ) as bar:
+        task = bar.add_task("judging", total=None)
+
+        def progress(event: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            summary = asyncio.run(run_batch(input, store, cfg, progress=progress))
+        except KeyboardInterrupt:
+            fail("interrupted; run the same command again to resume", code=130)
+        except Exception as exc:
+            fail(f"{type(exc).__name__}: {exc}")
+    for rej in summary.rejected_lines:
+        console.print(f"[yellow]line {rej['line']} rejected:[/] {escape(rej['error'])}")
+    if as_json:
+        print_json(summary.as_dict())
+    else:
+        print_summary(summary)
+    if summary.rejected_lines:
+        console.print(
+            f"[yellow]{len(summary.rejected_lines)} line(s) rejected[/]; the rest was judged"
+        )
+        raise typer.Exit(2)
+
+
+def print_summary(s: RunSummary) -> None:
+    table = Table(title=f"run {s.run_id}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("judge version", s.judge_version),
+        (
+            "answers",
+            f"{s.answers} ({s.answers_judged_now} judged now, {s.answers_from_store} from store)",
+        ),
+        ("claims", str(s.claims)),
+        ("labels", ", ".join(f"{k} {v}" for k, v in s.labels.items()) or "-"),
+        ("subtypes", ", ".join(f"{k} {v}" for k, v in s.subtypes.items()) or "-"),
+        ("flagged for review", str(s.flagged)),
+        ("judge errors", str(s.judge_errors)),
+        ("refused answers (self-grading)", str(len(s.refused_answers))),
+        ("rejected lines", str(len(s.rejected_lines))),
+        ("model calls", f"{s.model_calls} made, {s.cached_calls} served from store"),
+        ("tokens", f"{s.prompt_tokens} prompt, {s.completion_tokens} completion"),
+        ("wall time", f"{s.wall_seconds:.1f} s"),
+    ]
+    if s.model_mismatch:
+        rows.append(("[yellow]model answered as[/]", ", ".join(s.model_mismatch)))
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    out.print(table)
+
+
+@app.command()
+def show(
+    answer_id: str = typer.Argument(..., help="Answer id."),
+    db: Path = DB_OPTION,
+    judge_version: str | None = typer.Option(None, "--judge-version", help="Default: all."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show an answer with each claim, label, subtype, evidence, checks and review reasons."""
+    store = open_store(db, must_exist=True)
+    answer = store.answer(answer_id)
+    if answer is None:
+        fail(f"no answer {answer_id!r} in {db}")
+    rows = list(store.verdict_rows(answer_id=answer_id, judge_version=judge_version))
+    refusals = list(
+        store.db.query(
+            "select refused_reason from run_answers where answer_id = ? and status = 'refused' "
+            "limit 1",
+            [answer_id],
+        )
+    )
+    if as_json:
+        print_json(
+            {
+                "answer": {k: answer[k] for k in ("id", "question", "answer", "generator")},
+                "refused": refusals[0]["refused_reason"] if refusals else None,
+                "claims": rows,
+            }
+        )
+        return
+    out.print(f"[bold]{escape(answer_id)}[/]  generator: {escape(answer['generator'] or '-')}")
+    if answer["question"]:
+        out.print(f"[dim]Q:[/] {escape(answer['question'])}")
+    out.print(f"[dim]A:[/] {escape(answer['answer'])}\n")
+    if refusals:
+        out.print(f"[red]refused:[/] {escape(refusals[0]['refused_reason'])}")
+    for row in rows:
+        colour = {"supported": "green", "judge_error": "magenta"}.get(row["label"], "red")
+        flag = "[bold yellow]REVIEW[/] " if row["review"] else ""
+        out.print(
+            f"{flag}[{colour}]{row['label']}[/]"
+            f"{' / ' + row['subtype'] if row['subtype'] else ''}  "
+            f"strength {row['strength']:.2f}  [dim]{row['judge_version']}[/]"
+        )
+        out.print(f"  claim: {escape(row['claim'])}")
+        cites = (
+            ", ".join(
+                c["source"] + (f" {c['path']}" if c.get("path") else "") for c in row["citations"]
+            )
+            or "none"
+        )
+        out.print(f"  cites: {escape(cites)}")
+        for ev in row["evidence"]:
+            mark = "found" if ev.get("found") else "[red]NOT FOUND[/]"
+            out.print(
+                f"  evidence [{escape(ev['source_id'])}] {mark}: "
+                f"{escape(repr(ev.get('quote') or ev.get('path')))}"
+            )
+        if row["rationale"]:
+            out.print(f"  rationale: {escape(row['rationale'])}")
+        for check in row["checks"]:
+            if check["outcome"] != "skip":
+                style = "red" if check["outcome"] == "fail" else "dim"
+                detail = json.dumps(check["detail"], ensure_ascii=False)[:160]
+                out.print(
+                    f"  [{style}]check {check['name']} {check['target']}: "
+                    f"{check['outcome']}[/] {escape(detail)}"
+                )
+        if row["error"]:
+            out.print(f"  [magenta]error:[/] {escape(row['error'][:500])}")
+        if row["review_reasons"]:
+            out.print(f"  review: {escape(', '.join(row['review_reasons']))}")
+        out.print()
+
+
+@app.command("export")
+def export_cmd(
+    db: Path = DB_OPTION,
+    run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
+) -> None:
+    """Export one line per claim: answer_id, claim_id, claim, citations, label, subtype,
+    evidence, checks, strength, review, review_reasons, judge_version."""
+    from judge.export import export_rows, to_csv, to_jsonl
+
+    if fmt not in ("jsonl", "csv"):
+        fail("--format must be jsonl or csv")
+    store = open_store(db, must_exist=True)
+    run_id = run_id or store.latest_run_id()
+    if run_id is None:
+        fail(f"no runs in {db}")
+    try:
+        rows = export_rows(store, run_id=run_id)
+        chunks = to_jsonl(rows) if fmt == "jsonl" else to_csv(rows)
+        if output:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                fh.writelines(chunks)
+        else:
+            sys.stdout.writelines(chunks)
+    except Exception as exc:
+        fail(str(exc))
+
+
+@app.command()
+def replay(
+    db: Path = DB_OPTION,
+    run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Re-derive a run's verdicts from stored model outputs (no model calls) and report
+    any difference. Exit code 1 when anything differs."""
+    from judge.replay import replay_run
+
+    store = open_store(db, must_exist=True)
+    run_id = run_id or store.latest_run_id()
+    if run_id is None:
+        fail(f"no runs in {db}")
+    try:
+        report = replay_run(store, run_id)
+    except Exception as exc:
+        fail(f"{type(exc).__name__}: {exc}")
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        out.print(
+            f"replayed run {run_id}: {report.answers} answers, {report.claims} claims, "
+            f"0 model calls"
+        )
+        for line in report.template_changes + report.missing_calls:
+            out.print(f"[yellow]{escape(line)}[/]")
+        for diff in report.differences:
+            out.print(f"[red]differs[/] {escape(json.dumps(diff, ensure_ascii=False)[:300])}")
+        out.print(
+            "[green]identical[/]"
+            if report.clean
+            else f"[red]{len(report.differences)} difference(s)[/]"
+        )
+    if not report.clean:
+        raise typer.Exit(1)
+
+
+@app.command()
+def versions(db: Path = DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the judge versions seen in the store, with their config."""
+    store = open_store(db, must_exist=True)
+    rows = store.judge_versions()
+    for row in rows:
+        row["config"] = json.loads(row["config"])
+        row["templates"] = json.loads(row["templates"])
+        row["runs"] = store.db.execute(
+            "select count(*) from runs where judge_version = ?", [row["id"]]
+        ).fetchone()[0]
+        row["verdicts"] = store.db.execute(
+            "select count(*) from verdicts where judge_version = ?", [row["id"]]
+        ).fetchone()[0]
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("judge version", "model", "prompts", "params", "runs", "verdicts", "created")
+    for row in rows:
+        cfg = row["config"]
+        table.add_row(
+            row["id"],
+            row["model"],
+            "\n".join(f"{k} {v[:10]}" for k, v in row["templates"].items()),
+            f"T={cfg['temperature']} seed={cfg['seed']} max_tokens={cfg['max_tokens']}",
+            str(row["runs"]),
+            str(row["verdicts"]),
+            row["created_at"][:19],
+        )
+    out.print(table)
+
+
+@prompts_app.command("check")
+def prompts_check() -> None:
+    """Verify that no used prompt version was edited in place."""
+    from judge.prompts import verify_manifest
+
+    problems = verify_manifest()
+    for problem in problems:
+        console.print(f"[red]{escape(problem)}[/]")
+    if problems:
+        raise typer.Exit(1)
+    out.print("prompts match the manifest")
+
+
+@prompts_app.command("lock")
+def prompts_lock() -> None:
+    """Add new template versions to prompts/manifest.json (existing entries never change)."""
+    from judge.prompts import lock_new_versions, verify_manifest
+
+    problems = [p for p in verify_manifest() if "not in manifest" not in p]
+    if problems:
+        for problem in problems:
+            console.print(f"[red]{escape(problem)}[/]")
+        raise typer.Exit(1)
+    for name in lock_new_versions():
+        out.print(f"locked {name}")

@@ -1,0 +1,81 @@
+"""Claim-level export rows (JSONL / CSV): one line per claim with its verdict."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from judge.store import Store
+
+EXPORT_FIELDS = (
+    "answer_id",
+    "claim_id",
+    "claim",
+    "citations",
+    "label",
+    "subtype",
+    "evidence",
+    "rationale",
+    "checks",
+    "strength",
+    "review",
+    "review_reasons",
+    "error",
+    "judge_version",
+    "run_id",
+)
+
+
+def export_rows(
+    store: Store, run_id: str | None = None, judge_version: str | None = None
+) -> Iterator[dict[str, Any]]:
+    for row in store.verdict_rows(run_id=run_id, judge_version=judge_version):
+        yield {
+            "answer_id": row["answer_id"],
+            "claim_id": row["claim_id"],
+            "claim": row["claim"],
+            "citations": row["citations"],
+            "label": row["label"],
+            "subtype": row["subtype"],
+            "evidence": row["evidence"],
+            "rationale": row["rationale"],
+            "checks": [
+                {k: c[k] for k in ("name", "target", "outcome", "detail")} for c in row["checks"]
+            ],
+            "strength": row["strength"],
+            "review": row["review"],
+            "review_reasons": row["review_reasons"],
+            "error": row["error"],
+            "judge_version": row["judge_version"],
+            "run_id": run_id or row["run_id"],
+        }
+
+
+def to_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def to_csv(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """CSV with nested fields as JSON text; cells that a spreadsheet would execute as a
+    formula (=, +, -, @) are prefixed with a quote."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    yield buf.getvalue()
+    for row in rows:
+        buf.seek(0)
+        buf.truncate()
+        flat = {}
+        for key in EXPORT_FIELDS:
+            value = row.get(key)
+            if isinstance(value, list | dict):
+                value = json.dumps(value, ensure_ascii=False)
+            if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+                value = "'" + value
+            flat[key] = value
+        writer.writerow(flat)
+        yield buf.getvalue()

@@ -1,0 +1,257 @@
+"""Model access: every call goes through litellm, structured output through instructor.
+
+Each logical call is keyed by a hash of everything that determines it (model, messages,
+sampling parameters, output schema). A successful call is stored whole and served from
+the store the next time, so re-running a batch with the same judge version makes zero
+model calls, and ``replay`` re-derives verdicts from stored outputs alone.
+Failures are stored too (with the error) and surface as ``CallFailed``: the pipeline
+turns them into ``judge_error`` verdicts. Nothing fails open.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
+
+from pydantic import BaseModel, ValidationError  # noqa: E402
+
+from judge.config import JudgeConfig, short_model_name  # noqa: E402
+from judge.prompts import RenderedPrompt  # noqa: E402
+from judge.records import content_hash  # noqa: E402
+from judge.store import Store, now  # noqa: E402
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+
+#: Transient provider errors worth a backoff and another try.
+_TRANSIENT = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "APITimeoutError",
+)
+
+
+class CallFailed(RuntimeError):
+    """A model call that produced no valid structured output (after bounded retries)."""
+
+    def __init__(self, message: str, call_id: str) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+
+
+class ReplayMiss(RuntimeError):
+    """Replay needed a model output that is not in the store."""
+
+
+@dataclass
+class CallStats:
+    made: int = 0
+    cached: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    model_mismatch: set[str] = field(default_factory=set)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if type(cur).__name__ in _TRANSIENT:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _root_message(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) < 2000 else text[:2000] + "…"
+
+
+def ensure_provider(model: str) -> None:
+    """Register lazily the local providers a model string needs."""
+    if model.startswith("embedded/"):
+        from judge.models.embedded import register
+
+        register()
+
+
+class ModelClient:
+    """Structured model calls with a store-backed cache. ``replay=True`` never calls a model."""
+
+    def __init__(self, config: JudgeConfig, store: Store | None, replay: bool = False) -> None:
+        self.config = config
+        self.store = store
+        self.replay = replay
+        self.stats = CallStats()
+        self._semaphore = asyncio.Semaphore(config.concurrency)
+        if not replay:
+            ensure_provider(config.model)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "temperature": self.config.temperature,
+            "seed": self.config.seed,
+            "max_tokens": self.config.max_tokens,
+        }
+
+    def call_id(self, prompt: RenderedPrompt, schema: dict[str, Any]) -> str:
+        return (
+            "call-"
+            + content_hash(
+                {
+                    "model": self.config.model,
+                    "messages": prompt.messages,
+                    "params": self.params(),
+                    "schema": schema,
+                    "schema_version": self.config.schema_version,
+                }
+            )[:24]
+        )
+
+    async def structured(
+        self, prompt: RenderedPrompt, response_model: type[T], purpose: str, run_id: str | None
+    ) -> tuple[T, str]:
+        """Return (parsed output, call id); raise CallFailed when no valid output exists."""
+        schema = response_model.model_json_schema()
+        call_id = self.call_id(prompt, schema)
+        stored = self.store.get_call(call_id) if self.store else None
+        if stored and stored["error"] is None and stored["raw_output"] is not None:
+            try:
+                parsed = response_model.model_validate_json(stored["raw_output"])
+                self.stats.cached += 1
+                return parsed, call_id
+            except ValidationError:
+                log.warning("stored output of %s no longer parses; calling again", call_id)
+        if self.replay:
+            if stored and stored["error"]:
+                raise CallFailed(stored["error"], call_id)
+            raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
+        async with self._semaphore:
+            return await self._call(prompt, response_model, schema, call_id, purpose, run_id)
+
+    async def _call(
+        self,
+        prompt: RenderedPrompt,
+        response_model: type[T],
+        schema: dict[str, Any],
+        call_id: str,
+        purpose: str,
+        run_id: str | None,
+    ) -> tuple[T, str]:
+        import instructor
+        import litellm
+
+        litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+        attempts: list[dict[str, Any]] = []
+        client = instructor.from_litellm(litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
+        client.on("completion:response", lambda resp: attempts.append({"response": resp}))
+        client.on(
+            "parse:error", lambda err, **_: attempts.append({"parse_error": _root_message(err)})
+        )
+        row: dict[str, Any] = {
+            "id": call_id,
+            "purpose": purpose,
+            "template": prompt.name,
+            "template_version": prompt.version,
+            "template_sha256": prompt.sha256,
+            "model_sent": self.config.model,
+            "params": self.params(),
+            "messages": prompt.messages,
+            "response_schema": schema,
+            "run_id": run_id,
+        }
+        started = time.perf_counter()
+        parsed: T | None = None
+        error: str | None = None
+        for network_try in range(self.config.retries + 1):
+            try:
+                parsed, _completion = await client.create_with_completion(
+                    model=self.config.model,
+                    messages=prompt.messages,
+                    response_model=response_model,
+                    max_retries=self.config.retries + 1,
+                    timeout=self.config.timeout_s,
+                    **self.params(),
+                )
+                error = None
+                break
+            except Exception as exc:  # fail closed: every failure is recorded
+                error = _root_message(exc)
+                if _is_transient(exc) and network_try < self.config.retries:
+                    await asyncio.sleep(min(30.0, 2.0 * 2**network_try))
+                    continue
+                break
+        latency = (time.perf_counter() - started) * 1000
+        responses = [a["response"] for a in attempts if "response" in a]
+        parse_errors = [a["parse_error"] for a in attempts if "parse_error" in a]
+        row.update(self._describe(responses[-1] if responses else None))
+        if row.get("finish_reason") == "length":
+            parsed = None
+            error = "truncated output (finish_reason=length); raise max_tokens or shorten input"
+        if error and parse_errors:
+            error = f"{error} | parse errors: {json.dumps(parse_errors, ensure_ascii=False)}"
+        row.update(
+            {
+                "parsed": parsed.model_dump(mode="json") if parsed is not None else None,
+                "error": error,
+                "latency_ms": round(latency, 1),
+                "attempts": max(1, len(responses)),
+                "created_at": now(),
+            }
+        )
+        self._account(row, ok=parsed is not None)
+        if self.store:
+            self.store.save_call(row)
+        if parsed is None:
+            raise CallFailed(error or "no output", call_id)
+        return parsed, call_id
+
+    def _describe(self, response: Any) -> dict[str, Any]:
+        if response is None:
+            return {"raw_output": None, "model_answered": None, "finish_reason": None}
+        choice = response.choices[0] if getattr(response, "choices", None) else None
+        usage = getattr(response, "usage", None)
+        cost = None
+        try:
+            import litellm
+
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:  # unknown models have no price; cost stays unknown
+            cost = None
+        return {
+            "raw_output": getattr(getattr(choice, "message", None), "content", None),
+            "model_answered": getattr(response, "model", None),
+            "system_fingerprint": getattr(response, "system_fingerprint", None),
+            "finish_reason": getattr(choice, "finish_reason", None),
+            "prompt_tokens": getattr(usage, "prompt_tokens", None),
+            "completion_tokens": getattr(usage, "completion_tokens", None),
+            "cost": cost,
+        }
+
+    def _account(self, row: dict[str, Any], ok: bool) -> None:
+        self.stats.made += 1
+        self.stats.failed += 0 if ok else 1
+        self.stats.prompt_tokens += row.get("prompt_tokens") or 0
+        self.stats.completion_tokens += row.get("completion_tokens") or 0
+        self.stats.cost += row.get("cost") or 0.0
+        answered = row.get("model_answered")
+        if answered and short_model_name(answered) != short_model_name(self.config.model):
+            if answered not in self.stats.model_mismatch:
+                log.warning(
+                    "provider answered with model %r, pinned %r", answered, self.config.model
+                )
+            self.stats.model_mismatch.add(answered)

@@ -1,0 +1,293 @@
+"""The judging pipeline for one answer: split → deterministic checks → verify → review flags.
+
+``Pipeline.judge`` is free of storage writes: it returns an ``AnswerResult`` that the
+runner persists in one transaction, and that ``replay`` compares with what was stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge import checks as checks_mod
+from judge.citations import segment_answer
+from judge.config import JudgeConfig, judge_version
+from judge.models.client import CallFailed, ModelClient
+from judge.prompts import prompts_dir, render, template_hash
+from judge.records import AnswerRecord, Citation, content_hash
+from judge.schemas import ClaimJudgement, SplitOutput, VerifyOutput
+from judge.selfgrade import self_grading_reason
+from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, Label, Verdict
+
+#: Claims whose evidence strength is below this, though labelled supported, go to review.
+WEAK_EVIDENCE = 0.0
+
+_ABSTENTION = re.compile(
+    r"(未提及|沒有提及|没有提及|未涵蓋|沒有涵蓋|無法確認|无法确认|未說明|沒有說明|資料不足|"
+    r"not (mentioned|covered|stated|specified|addressed)|do(es)? not (say|mention|cover|state|"
+    r"specify)|insufficient (information|evidence)|no information (about|on))",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class AnswerResult:
+    record: AnswerRecord
+    status: str  # "judged" | "refused"
+    claims: list[Claim] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    answer_status: AnswerStatus | None = None
+    refused_reason: str | None = None
+
+
+def claim_id(answer_id: str, text: str, occurrence: int = 0) -> str:
+    norm = unicodedata.normalize("NFKC", text).strip()
+    return "c-" + content_hash([answer_id, norm, occurrence])[:16]
+
+
+def looks_like_abstention(text: str) -> bool:
+    return bool(_ABSTENTION.search(text))
+
+
+def answer_status(claims: list[Claim]) -> AnswerStatus:
+    abstentions = sum(c.is_abstention for c in claims)
+    if abstentions == 0:
+        return "answered"
+    return "insufficient" if abstentions == len(claims) else "partial"
+
+
+class Pipeline:
+    """A pinned judge: config + prompt templates → a judge version; judges answer records."""
+
+    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path | None = None):
+        self.config = config
+        self.client = client
+        self.root = root or prompts_dir()
+        self.templates = {
+            f"{name}/{version}": template_hash(name, version, self.root)
+            for name, version in sorted(config.prompts.items())
+        }
+        for required in ("split_claims", "verify_claims"):
+            if required not in config.prompts:
+                raise ValueError(f"judge config names no version for prompt {required!r}")
+        self.judge_version = judge_version(config, self.templates)
+
+    # -- public -----------------------------------------------------------------------
+
+    async def judge(self, record: AnswerRecord, run_id: str | None = None) -> AnswerResult:
+        reason = self_grading_reason(record.generator, self.config.model)
+        if reason:
+            return AnswerResult(record, "refused", refused_reason=reason)
+        claims, split_error, split_call = await self._claims(record, run_id)
+        if split_error is not None:
+            claim = claims[0]
+            verdict = self._verdict(
+                record, claim, None, split_error, [split_call] if split_call else []
+            )
+            return AnswerResult(record, "judged", claims, [verdict], answer_status(claims))
+        verdicts = await self._verify(record, claims, run_id, split_call)
+        return AnswerResult(record, "judged", claims, verdicts, answer_status(claims))
+
+    # -- split -------------------------------------------------------------------------
+
+    async def _claims(
+        self, record: AnswerRecord, run_id: str | None
+    ) -> tuple[list[Claim], str | None, str | None]:
+        answer_id = record.answer_id
+        if record.claims is not None:  # pre-split: used as given, never re-split
+            claims = self._make_claims(
+                answer_id,
+                [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims],
+                origin="given",
+            )
+            return claims, None, None
+        sentences = segment_answer(record.answer, record.sources) or []
+        texts = [s.text for s in sentences if s.text.strip()]
+        kept = [s for s in sentences if s.text.strip()]
+        if not texts:
+            texts, kept = [record.answer], []
+        prompt = render(
+            "split_claims",
+            self.config.prompts["split_claims"],
+            self.root,
+            question=record.question,
+            sentences=texts,
+            max_claims=self.config.max_claims_per_answer,
+        )
+        try:
+            out, call = await self.client.structured(prompt, SplitOutput, "split", run_id)
+        except CallFailed as exc:
+            return self._unsplit(record), f"split failed: {exc}", exc.call_id
+        error = None
+        if len(out.claims) > self.config.max_claims_per_answer:
+            error = (
+                f"split produced {len(out.claims)} claims; the bound is "
+                f"{self.config.max_claims_per_answer}"
+            )
+        bad = [c.sentence for c in out.claims if not 1 <= c.sentence <= len(texts)]
+        if bad:
+            error = f"split referred to sentence numbers that do not exist: {bad[:5]}"
+        if error:
+            return self._unsplit(record), error, call
+        specs = []
+        for c in out.claims:
+            cites = kept[c.sentence - 1].citations if kept else []
+            specs.append((c.text, cites, c.kind == "abstention" or looks_like_abstention(c.text)))
+        return self._make_claims(answer_id, specs, origin="split"), None, call
+
+    def _unsplit(self, record: AnswerRecord) -> list[Claim]:
+        text = record.answer if len(record.answer) <= 4000 else record.answer[:4000] + "…"
+        return [
+            Claim(
+                id=claim_id(record.answer_id, text, -1),
+                answer_id=record.answer_id,
+                index=0,
+                text=text,
+                origin="unsplit",
+            )
+        ]
+
+    @staticmethod
+    def _make_claims(
+        answer_id: str, specs: list[tuple[str, list[Citation], bool]], origin: str
+    ) -> list[Claim]:
+        seen: dict[str, int] = {}
+        claims = []
+        for index, (text, cites, abstention) in enumerate(specs):
+            key = unicodedata.normalize("NFKC", text).strip()
+            occurrence = seen.get(key, 0)
+            seen[key] = occurrence + 1
+            claims.append(
+                Claim(
+                    id=claim_id(answer_id, text, occurrence),
+                    answer_id=answer_id,
+                    index=index,
+                    text=text.strip(),
+                    citations=list(cites),
+                    origin=origin,  # type: ignore[arg-type]
+                    is_abstention=abstention,
+                )
+            )
+        return claims
+
+    # -- verify ------------------------------------------------------------------------
+
+    async def _verify(
+        self, record: AnswerRecord, claims: list[Claim], run_id: str | None, split_call: str | None
+    ) -> list[Verdict]:
+        size = self.config.verify_batch_size
+        batches = [claims[i : i + size] for i in range(0, len(claims), size)]
+        results = await asyncio.gather(*(self._verify_batch(record, b, run_id) for b in batches))
+        verdicts = []
+        for batch, (judgements, error, call) in zip(batches, results, strict=True):
+            calls = [c for c in (split_call, call) if c]
+            for number, claim in enumerate(batch, start=1):
+                j = judgements.get(number)
+                err = error if error else (None if j else f"no judgement for claim {number}")
+                verdicts.append(self._verdict(record, claim, j, err, calls))
+        return verdicts
+
+    async def _verify_batch(
+        self, record: AnswerRecord, batch: list[Claim], run_id: str | None
+    ) -> tuple[dict[int, ClaimJudgement], str | None, str | None]:
+        prompt = render(
+            "verify_claims",
+            self.config.prompts["verify_claims"],
+            self.root,
+            sources=[
+                {
+                    "id": s.id,
+                    "title": s.title,
+                    "version": s.version,
+                    "effective_date": s.effective_date,
+                    "content": s.content,
+                }
+                for s in record.sources
+            ],
+            claims=[
+                {"number": n, "text": c.text, "cites": sorted({cit.source for cit in c.citations})}
+                for n, c in enumerate(batch, start=1)
+            ],
+        )
+        try:
+            out, call = await self.client.structured(prompt, VerifyOutput, "verify", run_id)
+        except CallFailed as exc:
+            return {}, f"verify failed: {exc}", exc.call_id
+        by_number: dict[int, ClaimJudgement] = {}
+        for j in out.judgements:
+            by_number.setdefault(j.claim, j)  # first judgement of a number wins
+        return by_number, None, call
+
+    # -- program-derived fields ---------------------------------------------------------
+
+    def _verdict(
+        self,
+        record: AnswerRecord,
+        claim: Claim,
+        judgement: ClaimJudgement | None,
+        error: str | None,
+        call_ids: list[str],
+    ) -> Verdict:
+        checks: list[Check] = checks_mod.run_claim_checks(claim.text, claim.citations, record)
+        reasons: list[str] = []
+        if judgement is None or error is not None:
+            label, subtype, evidence, rationale = JUDGE_ERROR, None, [], None
+            reasons.append(JUDGE_ERROR)
+        else:
+            label, subtype = judgement.label, judgement.subtype
+            rationale = judgement.rationale or None
+            evidence = [Evidence(source_id=e.source_id, quote=e.quote) for e in judgement.evidence]
+            evidence, quote_checks = checks_mod.check_evidence_quotes(evidence, record)
+            checks += quote_checks
+            label, subtype, note = derive_misattribution(claim, label, subtype, evidence)
+            if note:
+                rationale = f"{rationale} [program: {note}]" if rationale else f"[program: {note}]"
+            if label != Label.SUPPORTED:
+                reasons.append(f"label:{label}")
+            if any(c.failed for c in quote_checks if c.name == "quote_found"):
+                reasons.append("invented_quote")
+        for check in checks:
+            if check.failed and f"check:{check.name}" not in reasons:
+                reasons.append(f"check:{check.name}")
+        if not claim.citations and not claim.is_abstention:
+            reasons.append("missing_citation")
+        strength = checks_mod.strength(claim.text, evidence, checks, record)
+        if label == Label.SUPPORTED and strength < WEAK_EVIDENCE:
+            reasons.append("weak_evidence")
+        return Verdict(
+            claim_id=claim.id,
+            answer_id=claim.answer_id,
+            judge_version=self.judge_version,
+            label=label,
+            subtype=subtype,
+            evidence=evidence,
+            rationale=rationale,
+            checks=checks,
+            strength=round(strength, 4),
+            review=bool(reasons),
+            review_reasons=reasons,
+            error=error,
+            call_ids=call_ids,
+        )
+
+
+def derive_misattribution(
+    claim: Claim, label: str, subtype: str | None, evidence: list[Evidence]
+) -> tuple[str, str | None, str | None]:
+    """A claim the judge found supported only by sources it does not cite is
+    ``not_in_source`` + ``misattribution`` with respect to its citation."""
+    cited = {c.source for c in claim.citations}
+    if label != Label.SUPPORTED or not cited:
+        return label, subtype, None
+    found = [e for e in evidence if e.found]
+    if found and all(e.source_id not in cited for e in found):
+        sources = ", ".join(sorted({e.source_id for e in found}))
+        return (
+            Label.NOT_IN_SOURCE.value,
+            "misattribution",
+            f"supported by {sources}, but the claim cites {', '.join(sorted(cited))}",
+        )
+    return label, subtype, None
