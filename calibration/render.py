@@ -1,0 +1,334 @@
+"""Self-contained HTML pages for calibration and drift reports.
+
+One file each, no external JS or CSS: inline styles, charts as inline SVG bars (the bar is
+the point estimate, the black whisker its interval). Templates are rendered by Jinja2 with
+autoescaping on, so claim ids, rationales, dataset names and notes are always escaped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from jinja2 import DictLoader, Environment, StrictUndefined
+from markupsafe import Markup
+
+from calibration.drift import DriftReport
+from calibration.labels import JUDGE_LABELS, LABELS
+from calibration.report import CalibrationReport
+from calibration.results import Estimate
+from calibration.thresholds import ThresholdViolation
+
+_BAR_WIDTH = 160
+
+
+def _defined(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _pct(x: float | None) -> str:
+    return f"{100 * x:.1f}%" if _defined(x) else "—"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if _defined(x) else "—"
+
+
+def _pvalue(x: float | None) -> str:
+    if not _defined(x):
+        return "—"
+    return "< 0.0001" if x < 1e-4 else f"{x:.4f}"
+
+
+def _ci(e: Estimate, fmt: str = "pct") -> str:
+    f = _pct if fmt == "pct" else _num
+    if not (_defined(e.ci_low) and _defined(e.ci_high)):
+        return "—"
+    return f"{f(e.ci_low)} – {f(e.ci_high)}"
+
+
+def _bar(e: Estimate, lo: float = 0.0, hi: float = 1.0) -> dict | None:
+    """Geometry of an SVG bar for ``e`` on the scale ``[lo, hi]`` (``None`` if undefined)."""
+    if not _defined(e.value):
+        return None
+
+    def x(v: float) -> float:
+        return round(_BAR_WIDTH * (min(max(v, lo), hi) - lo) / (hi - lo), 1)
+
+    zero = x(0.0) if lo < 0 else 0.0
+    geometry = {"x": min(zero, x(e.value)), "w": round(abs(x(e.value) - zero), 1), "zero": zero,
+                "lo": None, "hi": None, "width": _BAR_WIDTH}
+    if _defined(e.ci_low) and _defined(e.ci_high):
+        geometry["lo"], geometry["hi"] = x(e.ci_low), x(e.ci_high)
+    return geometry
+
+
+def _conf(confidence: float) -> str:
+    return f"{100 * confidence:g}%"
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
+max-width:1100px;color:#1d1d1f;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+h3{font-size:1.05rem}
+table{border-collapse:collapse;margin:.5rem 0 1rem}
+th,td{border:1px solid #d0d0d0;padding:.25rem .5rem;text-align:right;vertical-align:top}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+td.diag{background:#e6f4ea;font-weight:600}td.err{background:#fdecea}
+.note{color:#8a4b00}.muted{color:#666}.bad{color:#b00020;font-weight:600}
+.rationale{max-width:320px;text-align:left;white-space:pre-wrap;word-break:break-word}
+svg{vertical-align:middle}
+"""
+
+_MACROS = """
+{% macro bar(e, lo=0.0, hi=1.0) -%}
+{%- set g = geom(e, lo, hi) -%}
+{%- if g -%}
+<svg width="{{ g.width }}" height="14" role="img" aria-label="bar">
+<rect x="0" y="0" width="{{ g.width }}" height="14" fill="#f1f1f1"/>
+<rect x="{{ g.x }}" y="2" width="{{ g.w }}" height="10" fill="#5b8def"/>
+{%- if lo < 0 %}<line x1="{{ g.zero }}" y1="0" x2="{{ g.zero }}" y2="14" stroke="#999"/>{% endif %}
+{%- if g.lo is not none %}
+<line x1="{{ g.lo }}" y1="7" x2="{{ g.hi }}" y2="7" stroke="#000" stroke-width="1.5"/>
+<line x1="{{ g.lo }}" y1="3" x2="{{ g.lo }}" y2="11" stroke="#000"/>
+<line x1="{{ g.hi }}" y1="3" x2="{{ g.hi }}" y2="11" stroke="#000"/>
+{%- endif %}
+</svg>
+{%- else %}<span class="muted">undefined</span>{% endif -%}
+{%- endmacro %}
+
+{% macro row(name, e, kind="pct", lo=0.0, hi=1.0) -%}
+<tr><th class="l">{{ name }}</th>
+<td>{{ pct(e.value) if kind == "pct" else num(e.value) }}</td>
+<td>{{ ci(e, kind) }}</td><td>{{ e.n }}</td><td class="l">{{ bar(e, lo, hi) }}</td></tr>
+{%- endmacro %}
+
+{% macro estimates_head() -%}
+<tr><th class="l">figure</th><th>value</th><th>{{ conf }} CI</th><th>n</th>
+<th class="l">chart</th></tr>
+{%- endmacro %}
+
+{% macro confusion(table, rows, cols, row_title, col_title, css_id) -%}
+<table class="confusion" id="{{ css_id }}">
+<tr><th class="l">{{ row_title }} ↓ / {{ col_title }} →</th>
+{%- for c in cols %}<th>{{ c }}</th>{% endfor %}<th>total</th></tr>
+{%- for r in rows %}
+<tr><th class="l">{{ r }}</th>
+{%- for c in cols %}
+<td class="{{ 'diag' if r == c else ('err' if c == 'judge_error' and table[r][c] else '') }}">
+{{- table[r][c] }}</td>
+{%- endfor %}<td>{{ table[r].values() | sum }}</td></tr>
+{%- endfor %}
+</table>
+{%- endmacro %}
+
+{% macro figures_block(f, prefix) -%}
+<table>{{ estimates_head() }}
+{{ row("lenient rate (missed hallucinations)", f.lenient_rate) }}
+{{ row("strict rate (wasted review)", f.strict_rate) }}
+{{ row("queue recall (gold non-supported sent to people)", f.queue_recall) }}
+{{ row("queue load (all claims sent to people)", f.queue_load) }}
+{{ row("accuracy", f.accuracy) }}
+{{ row("balanced accuracy", f.balanced_accuracy) }}
+{{ row("Cohen's kappa (judge vs gold)", f.kappa, "num", -1.0, 1.0) }}
+{{ row("subtype agreement", f.subtype_agreement) }}
+</table>
+<p>Claims: {{ f.n }}. Judge errors: {{ f.judge_errors }}
+{%- for g, k in f.judge_errors_by_gold_label.items() if k %} ({{ g }}: {{ k }}){% endfor %}.</p>
+<h3>Confusion matrix</h3>
+{{ confusion(f.confusion, labels, judge_labels, "gold", "judge", prefix ~ "confusion") }}
+<h3>Lenient rate per gold label and subtype</h3>
+<table>{{ estimates_head() }}
+{%- for label, e in f.lenient_by_label.items() %}{{ row("gold " ~ label, e) }}{% endfor %}
+{%- for subtype, e in f.per_subtype.items() %}{{ row("subtype " ~ subtype, e) }}{% endfor %}
+</table>
+<h3>Per label</h3>
+<table><tr><th class="l">label</th><th>support</th><th>predicted</th><th>correct</th>
+<th>precision</th><th>{{ conf }} CI</th><th>recall</th><th>{{ conf }} CI</th><th>F1</th></tr>
+{%- for label, m in f.per_label.items() %}
+<tr><th class="l">{{ label }}</th><td>{{ m.support }}</td><td>{{ m.predicted }}</td>
+<td>{{ m.true_positives }}</td><td>{{ pct(m.precision.value) }}</td>
+<td>{{ ci(m.precision) }}</td><td>{{ pct(m.recall.value) }}</td><td>{{ ci(m.recall) }}</td>
+<td>{{ num(m.f1) }}</td></tr>
+{%- endfor %}
+</table>
+{%- endmacro %}
+"""
+
+_CALIBRATION = """{% import "macros" as m with context %}<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Calibration report: {{ r.judge_version }}</title><style>{{ css }}</style></head>
+<body>
+<h1>Calibration report: judge {{ r.judge_version }}</h1>
+<p>{{ r.n }} claims with gold labels; {{ r.refused }} refused by annotators;
+judge errors: {{ r.judge_errors }} (counted as not supported: they go to review).
+Intervals: Wilson for proportions, seeded percentile bootstrap
+(seed {{ r.bootstrap_seed }}, {{ r.bootstrap_resamples }} resamples) for kappa and balanced
+accuracy.</p>
+{%- for note in r.notes %}<p class="note">{{ note }}</p>{% endfor %}
+<h2>Judge versus gold</h2>
+{{ m.figures_block(r, "") }}
+{%- if r.weighted %}
+<h2>Population estimates (design-weighted)</h2>
+{%- set w = r.weighted %}
+<p>The estimates cover {{ w.design.population }} claims
+{%- if w.design.not_covered %}; {{ w.design.not_covered }} claims in strata that were not
+sampled are not represented{% endif %}.</p>
+<table><tr><th class="l">stratum</th><th>claims</th><th>labelled</th><th>weight</th>
+<th class="l">status</th></tr>
+{%- for s in w.design.strata %}
+<tr><th class="l">{{ s.name }}</th><td>{{ s.size }}</td><td>{{ s.sample_size }}</td>
+<td>{{ num(s.weight, 3) }}</td><td class="l">{{ s.status | replace("_", " ") }}</td></tr>
+{%- endfor %}
+</table>
+{%- for note in w.design.notes %}<p class="note">{{ note }}</p>{% endfor %}
+<table><tr><th class="l">figure</th><th>value</th><th>{{ conf }} CI</th><th>n</th>
+<th>weighted count / total</th><th class="l">interval</th><th class="l">chart</th></tr>
+{%- for name, e in weighted_rows %}
+<tr><th class="l">{{ name }}</th><td>{{ pct(e.value) }}</td><td>{{ ci(e) }}</td>
+<td>{{ e.n }}</td><td>{{ num(e.weighted_count, 1) }} / {{ num(e.weighted_total, 1) }}</td>
+<td class="l muted">{{ e.ci_method }}</td><td class="l">{{ m.bar(e) }}</td></tr>
+{%- endfor %}
+</table>
+{%- endif %}
+{%- if r.per_dataset %}
+<h2>Per dataset</h2>
+{%- for name, f in r.per_dataset.items() %}
+<h3>Dataset {{ name }}</h3>
+{{ m.figures_block(f, "dataset-" ~ loop.index ~ "-") }}
+{%- endfor %}
+{%- endif %}
+{%- if r.human_agreement %}
+{%- set h = r.human_agreement %}
+<h2>Agreement between people (not the judge)</h2>
+<p>{{ h.n_items }} claims labelled by two or more of {{ h.annotators | length }} annotators
+({{ h.annotators | join(", ") }}).</p>
+<table>{{ m.estimates_head() }}
+{{ m.row(h.method | replace("_", " "), h.value, "num", -1.0, 1.0) }}
+{%- for p in h.pairwise %}
+{{ m.row("kappa " ~ p.annotator_a ~ " / " ~ p.annotator_b, p.kappa, "num", -1.0, 1.0) }}
+{%- endfor %}
+</table>
+{%- if h.self_agreement %}
+<h3>Self-agreement (same annotator twice; not inter-annotator agreement)</h3>
+<table>{{ m.estimates_head() }}
+{%- for s in h.self_agreement %}{{ m.row(s.annotator ~ " repeats identical", s.agreement) }}
+{%- endfor %}
+</table>
+{%- endif %}
+{%- for note in h.notes %}<p class="note">{{ note }}</p>{% endfor %}
+{%- endif %}
+</body></html>
+"""
+
+_DRIFT = """{% import "macros" as m with context %}<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Drift report: {{ r.version_a }} → {{ r.version_b }}</title><style>{{ css }}</style>
+</head><body>
+<h1>Drift report: {{ r.version_a }} (A) → {{ r.version_b }} (B)</h1>
+<p>{{ r.n }} claims judged by both versions; {{ r.n_flipped }} changed label.</p>
+{%- if violations is not none %}
+<h2>Thresholds</h2>
+{%- if violations %}<ul>{% for v in violations %}<li class="bad">{{ v.message }}</li>
+{% endfor %}</ul>{% else %}<p>No threshold violated.</p>{% endif %}
+{%- endif %}
+<h2>Agreement and tests</h2>
+<table>{{ m.estimates_head() }}
+{{ m.row("agreement (same label)", r.agreement) }}
+{{ m.row("Cohen's kappa A vs B", r.kappa, "num", -1.0, 1.0) }}
+</table>
+<table><tr><th class="l">test</th><th>statistic</th><th>df</th><th>p</th>
+<th class="l">method</th><th class="l">note</th></tr>
+{%- for name, t in tests %}
+<tr><th class="l">{{ name }}</th><td>{{ num(t.statistic) }}</td>
+<td>{{ t.df if t.df is not none else "—" }}</td><td>{{ pvalue(t.p_value) }}</td>
+<td class="l">{{ t.method }}</td><td class="l">{{ t.note or "" }}</td></tr>
+{%- endfor %}
+</table>
+<h2>Flip table</h2>
+{{ m.confusion(r.flips, judge_labels, judge_labels, "A", "B", "flips") }}
+<h2>Label rates</h2>
+<table><tr><th class="l">label</th><th>rate A</th><th>rate B</th><th>change B − A</th>
+<th>{{ conf }} CI</th><th class="l">change</th></tr>
+{%- for label, c in r.per_label.items() %}
+<tr><th class="l">{{ label }}</th><td>{{ pct(c.rate_a.value) }}</td>
+<td>{{ pct(c.rate_b.value) }}</td><td>{{ pct(c.change.value) }}</td>
+<td>{{ ci(c.change) }}</td><td class="l">{{ m.bar(c.change, -1.0, 1.0) }}</td></tr>
+{%- endfor %}
+</table>
+{%- if r.gold %}
+{%- set g = r.gold %}
+<h2>Against gold ({{ g.n }} claims with a gold label)</h2>
+<table><tr><th class="l">figure</th><th>A</th><th>{{ conf }} CI</th><th>B</th><th>{{ conf }} CI</th>
+<th>n</th><th>change B − A</th><th>{{ conf }} CI</th></tr>
+{%- for name, c in [("accuracy", g.accuracy), ("lenient rate", g.lenient),
+                    ("strict rate", g.strict)] %}
+<tr><th class="l">{{ name }}</th><td>{{ pct(c.rate_a.value) }}</td><td>{{ ci(c.rate_a) }}</td>
+<td>{{ pct(c.rate_b.value) }}</td><td>{{ ci(c.rate_b) }}</td><td>{{ c.change.n }}</td>
+<td>{{ pct(c.change.value) }}</td><td>{{ ci(c.change) }}</td></tr>
+{%- endfor %}
+</table>
+<p>Flips toward gold: {{ g.toward_gold }}; away from gold: {{ g.away_from_gold }};
+neither: {{ g.neither }}.</p>
+{%- endif %}
+<h2>Flipped claims</h2>
+{%- if r.flipped %}
+<table id="flipped"><tr><th class="l">claim</th><th class="l">A</th><th class="l">B</th>
+<th class="l">gold</th><th class="l">direction</th><th class="l">rationale A</th>
+<th class="l">rationale B</th></tr>
+{%- for f in r.flipped %}
+<tr><td class="l">{{ f.claim_id }}</td><td class="l">{{ f.label_a }}</td>
+<td class="l">{{ f.label_b }}</td><td class="l">{{ f.gold_label or "—" }}</td>
+<td class="l">{{ f.toward_gold or "—" }}</td>
+<td class="rationale">{{ f.rationale_a or "" }}</td>
+<td class="rationale">{{ f.rationale_b or "" }}</td></tr>
+{%- endfor %}
+</table>
+{%- else %}<p>No claim changed label.</p>{% endif %}
+</body></html>
+"""
+
+_env = Environment(
+    loader=DictLoader({"macros": _MACROS, "calibration": _CALIBRATION, "drift": _DRIFT}),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=False,
+)
+_env.globals.update(pct=_pct, num=_num, ci=_ci, pvalue=_pvalue, geom=_bar,
+                    labels=LABELS, judge_labels=JUDGE_LABELS,
+                    css=Markup(_CSS))  # a constant of this module, not input
+
+
+def render_calibration_html(report: CalibrationReport) -> str:
+    """A self-contained HTML page for a calibration report."""
+    weighted_rows = []
+    if report.weighted is not None:
+        w = report.weighted
+        weighted_rows = [
+            *((f"share gold {label}", e) for label, e in w.gold_label_shares.items()),
+            ("lenient rate", w.lenient_rate),
+            ("strict rate", w.strict_rate),
+            ("queue recall", w.queue_recall),
+            ("queue load", w.queue_load),
+            ("accuracy", w.accuracy),
+        ]
+    return _env.get_template("calibration").render(
+        r=report, weighted_rows=weighted_rows, conf=_conf(report.confidence)
+    )
+
+
+def render_drift_html(
+    report: DriftReport, violations: Sequence[ThresholdViolation] | None = None
+) -> str:
+    """A self-contained HTML page for a drift report; with ``violations`` (from
+    :func:`calibration.thresholds.check_thresholds`) a thresholds section is added."""
+    tests = [
+        ("McNemar (supported vs not)", report.mcnemar),
+        ("Stuart–Maxwell (marginal homogeneity)", report.stuart_maxwell),
+        ("Bowker (symmetry)", report.bowker),
+    ]
+    return _env.get_template("drift").render(
+        r=report, tests=tests, violations=None if violations is None else list(violations),
+        conf=_conf(report.confidence),
+    )
