@@ -1,7 +1,7 @@
 """Output vocabulary: labels, subtypes, claims, evidence, checks and verdicts.
 
 These are the typed results of judging. Nothing here carries a model-reported
-confidence: evidence ``strength`` is computed by the program (see ``judge.strength``).
+confidence: evidence ``strength`` is computed by the program (see ``judge.checks.strength``).
 """
 
 from __future__ import annotations

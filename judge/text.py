@@ -1,0 +1,326 @@
+"""Text normalisation and matching for the deterministic checks (no model involved).
+
+Everything here works the same for English and for Traditional or Simplified Chinese:
+
+- :func:`normalize_with_map` folds width, punctuation, whitespace and case, and keeps a map
+  back to the original characters, so every match is reported in ORIGINAL offsets.
+- :func:`find_quote` finds a quote verbatim (after normalisation), with ``...``/``…`` gaps.
+- :func:`tokens`, :func:`lexical_overlap` and :func:`best_passages` give a deterministic
+  lexical signal (latin words + CJK bigrams) used by the program's evidence strength.
+- :func:`split_sentences` splits English and CJK text into sentence spans.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from functools import lru_cache
+
+#: Punctuation unified after NFKC (NFKC already folds the full-width ASCII forms such as
+#: ``，：；！？（）［］～＂`` to their ASCII counterparts). All quote marks become ``"``.
+_PUNCT: dict[str, str] = {
+    "。": ".", "｡": ".", "、": ",", "､": ",",
+    "「": '"', "」": '"', "『": '"', "』": '"', "“": '"', "”": '"', "„": '"', "‟": '"',
+    "‘": '"', "’": '"', "‚": '"', "‛": '"', "'": '"', "〝": '"', "〞": '"', "〟": '"',
+    "«": '"', "»": '"', "‹": '"', "›": '"', "﹁": '"', "﹂": '"', "﹃": '"', "﹄": '"',
+    "【": "[", "】": "]", "〔": "[", "〕": "]", "〖": "[", "〗": "]", "〘": "[", "〙": "]",
+    "《": "<", "》": ">", "〈": "<", "〉": ">",
+    "—": "-", "–": "-", "―": "-", "‐": "-", "‑": "-", "‒": "-", "−": "-", "─": "-",
+    "〜": "~", "⋯": "...", "︙": "...", "・": "·", "‧": "·", "•": "·",
+}
+
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F),
+    (0x3040, 0x30FF), (0x3007, 0x3007),
+)
+
+#: Character class (for regular expressions) of the CJK characters :func:`is_cjk` accepts.
+CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u3007\U00020000-\U0002fa1f"
+
+MIN_QUOTE_CHARS = 2
+
+
+def is_cjk(ch: str) -> bool:
+    """True for CJK ideographs (incl. 〇) and Japanese kana: scripts written without spaces."""
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+@lru_cache(maxsize=8192)
+def _fold(cluster: str) -> str:
+    """NFKC + punctuation unification + casefold of one base character with its marks."""
+    out = []
+    for ch in unicodedata.normalize("NFKC", cluster):
+        for mapped in _PUNCT.get(ch, ch):
+            if unicodedata.category(mapped) != "Cf":  # zero-width space, BOM, soft hyphen
+                out.append(mapped.casefold())
+    return "".join(out)
+
+
+def _normalize_uncached(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """Normalised text plus, per normalised char, the original [start, end) it came from."""
+    chars: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pending = -1  # original index of a whitespace run not yet emitted
+    i, n = 0, len(text)
+    while i < n:
+        j = i + 1
+        while j < n and unicodedata.combining(text[j]):
+            j += 1
+        for ch in _fold(text[i:j]):
+            if ch.isspace():
+                if chars and pending < 0:
+                    pending = i
+                continue
+            if pending >= 0:
+                if not (is_cjk(chars[-1]) or is_cjk(ch)):
+                    chars.append(" ")
+                    starts.append(pending)
+                    ends.append(pending + 1)
+                pending = -1
+            chars.append(ch)
+            starts.append(i)
+            ends.append(j)
+        i = j
+    return "".join(chars), tuple(starts), tuple(ends)
+
+
+#: Sources are searched many times (one quote per citation and per evidence): keep a few.
+_normalize = lru_cache(maxsize=32)(_normalize_uncached)
+
+
+def normalize_with_map(text: str) -> tuple[str, list[int]]:
+    """Normalise ``text`` for matching and map each normalised char to its original index.
+
+    Steps: Unicode NFKC (folds full-width ASCII and digits, ``…`` → ``...``), CJK and
+    typographic punctuation unified (``。``→``.``, ``、``→``,``, every quote mark incl.
+    ``「」『』“”‘’`` → ``"``, ``【】``→``[]``, ``《》``→``<>``, dashes → ``-``), zero-width
+    characters dropped, whitespace runs collapsed to one space and dropped entirely next to a
+    CJK character (so ``401 表示`` and ``401表示`` match), leading/trailing space removed,
+    casefold. ``result[1][k]`` is the index in ``text`` of the char that produced
+    ``result[0][k]``.
+    """
+    norm, starts, _ = _normalize(text)
+    return norm, list(starts)
+
+
+def normalize(text: str) -> str:
+    """Only the normalised text of :func:`normalize_with_map` (not cached)."""
+    return _normalize_uncached(text)[0]
+
+
+# -- quotes ---------------------------------------------------------------------------------
+
+_ELLIPSIS = re.compile(r"\.{2,}")
+_QUOTE_EDGE = " \"'.,;:!?·<>()[]"
+
+
+def _quote_fragments(quote: str) -> list[str] | None:
+    """The normalised fragments of a quote (split at ellipses); None when too short."""
+    fragments = [f.strip(_QUOTE_EDGE) for f in _ELLIPSIS.split(normalize(quote))]
+    fragments = [f for f in fragments if f]
+    if not fragments or any(len(f) < MIN_QUOTE_CHARS for f in fragments):
+        return None
+    return fragments
+
+
+def quote_too_short(quote: str) -> bool:
+    """True when a quote has fewer than two characters once normalised and trimmed."""
+    return len(normalize(quote).strip(_QUOTE_EDGE)) < MIN_QUOTE_CHARS
+
+
+def find_quote(quote: str, text: str) -> tuple[int, int] | None:
+    """Original ``[start, end)`` of ``quote`` in ``text`` after normalisation, else None.
+
+    Leading/trailing punctuation, quote marks and ellipses of the quote are ignored. A quote
+    written as fragments joined by ``...``/``…``/``⋯`` is found when every fragment occurs, in
+    order and without overlap; the span then covers all fragments. Quotes (or fragments)
+    shorter than two normalised characters are never found.
+    """
+    whole = normalize(quote).strip(_QUOTE_EDGE)
+    if len(whole) < MIN_QUOTE_CHARS:
+        return None
+    norm, starts, ends = _normalize(text)
+    at = norm.find(whole)
+    if at >= 0:
+        return starts[at], ends[at + len(whole) - 1]
+    fragments = _quote_fragments(quote)
+    if fragments is None or len(fragments) < 2:
+        return None
+    first, pos = -1, 0
+    for fragment in fragments:
+        at = norm.find(fragment, pos)
+        if at < 0:
+            return None
+        first = at if first < 0 else first
+        pos = at + len(fragment)
+    return starts[first], ends[pos - 1]
+
+
+# -- tokens and overlap ------------------------------------------------------------------------
+
+STOPWORDS: frozenset[str] = frozenset(
+    {
+        "a", "an", "the", "and", "or", "but", "if", "then", "than", "so", "of", "to", "in", "on",
+        "at", "by", "for", "with", "from", "as", "into", "onto", "about", "over", "under", "is",
+        "are", "was", "were", "be", "been", "being", "am", "it", "its", "this", "that", "these",
+        "those", "there", "here", "which", "who", "whom", "whose", "what", "when", "where", "how",
+        "why", "do", "does", "did", "done", "has", "have", "had", "having", "can", "could", "will",
+        "would", "shall", "should", "may", "might", "must", "also", "such", "very", "just", "i",
+        "me", "my", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her", "they",
+        "them", "their", "one", "ones"
+    }
+)
+
+_TOKEN = re.compile(
+    rf"(?P<cjk>[{CJK_CLASS}]+)|(?P<num>\d+(?:[.,]\d+)*)|(?P<word>(?:(?![{CJK_CLASS}])[^\W\d_])+)"
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lexical tokens: lowercased latin words and numbers, CJK character bigrams (a single
+    CJK character on its own is a unigram). English stopwords and one-letter words are dropped;
+    ``1,000`` becomes ``1000``."""
+    out: list[str] = []
+    for m in _TOKEN.finditer(normalize(text)):
+        if m.lastgroup == "cjk":
+            run = m.group()
+            out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        elif m.lastgroup == "num":
+            out.append(m.group().replace(",", ""))
+        else:
+            word = m.group()
+            if len(word) > 1 and word not in STOPWORDS:
+                out.append(word)
+    return out
+
+
+def lexical_overlap(claim: str, evidence: str) -> float:
+    """Share (0..1) of the claim's distinct tokens that also occur in ``evidence``."""
+    wanted = set(tokens(claim))
+    if not wanted:
+        return 0.0
+    return len(wanted & set(tokens(evidence))) / len(wanted)
+
+
+# -- sentences ---------------------------------------------------------------------------------
+
+_CJK_STOPS = "。！？；｡"
+_LATIN_STOPS = ".?!．"
+_CLOSERS = "\"'”’」』)）]】》〉"
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "vs", "cf", "al", "mr", "mrs", "ms", "dr", "prof", "fig"})
+_LIST_MARKER = re.compile(r"\s*(?:\d{1,3}|[a-zA-Z]|[ivx]{1,4})\s*$")
+
+
+def _latin_stop_ends(text: str, i: int, start: int) -> bool:
+    """Whether the ``.?!`` at ``i`` ends a sentence: followed by space, end or CJK, and not
+    an abbreviation (``e.g.``) nor a list marker (``1.`` opening the sentence)."""
+    j = i + 1
+    while j < len(text) and text[j] in _CLOSERS:
+        j += 1
+    if j < len(text) and not (text[j].isspace() or is_cjk(text[j])):
+        return False
+    if text[i] in ".．":
+        head = text[start:i]
+        word = re.search(r"[\w.]*$", head)
+        if word and word.group().lower() in _ABBREVIATIONS:
+            return False
+        if _LIST_MARKER.fullmatch(head):
+            return False
+    return True
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if end > start else None
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans ``[start, end)`` of ``text`` (whitespace trimmed, empty ones dropped).
+
+    A sentence ends at a newline, after CJK ``。！？；`` and after English ``.?!`` that are
+    followed by whitespace, the end of the text or a CJK character. Closing quotes and brackets
+    right after the terminator belong to the sentence; ``3.2``, ``e.g.`` and list markers such
+    as ``1.`` opening a sentence do not end one.
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        cut = -1
+        if ch == "\n":
+            cut = i
+        elif ch in _CJK_STOPS or (ch in _LATIN_STOPS and _latin_stop_ends(text, i, start)):
+            j = i + 1
+            while j < n and (text[j] in _CJK_STOPS + _LATIN_STOPS or text[j] in _CLOSERS):
+                j += 1
+            cut = j
+        if cut >= 0:
+            span = _trimmed(text, start, cut)
+            if span:
+                spans.append(span)
+            start = cut + 1 if ch == "\n" else cut
+            i = max(start, i + 1)
+            continue
+        i += 1
+    span = _trimmed(text, start, n)
+    if span:
+        spans.append(span)
+    return spans
+
+
+# -- passages ----------------------------------------------------------------------------------
+
+
+def _bm25_idf(df: int, n_docs: int) -> float:
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+@lru_cache(maxsize=16)
+def _sentence_tokens(text: str) -> tuple[list[tuple[int, int]], list[set[str]]]:
+    """Sentence spans of a source and each sentence's token set (cached per source)."""
+    spans = split_sentences(text)
+    return spans, [set(tokens(text[s:e])) for s, e in spans]
+
+
+def best_passages(
+    claim: str, text: str, k: int = 3, window: int = 1
+) -> list[tuple[int, int, float]]:
+    """The ``k`` passages of ``text`` that best cover the claim's tokens, best first.
+
+    Passages are runs of ``window`` consecutive sentences (:func:`split_sentences`). The score
+    is the BM25-idf-weighted share of the claim's distinct tokens present in the passage:
+    ``sum(idf(t) for t in claim ∩ passage) / sum(idf(t) for t in claim)`` in [0, 1], with
+    ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` over the N passages, so rare words count
+    more. Passages scoring 0 are left out, chosen passages never overlap, ties go to the
+    earlier passage. Returns ``(start, end, score)`` in original offsets.
+    """
+    wanted = set(tokens(claim))
+    spans, sentence_tokens = _sentence_tokens(text)
+    if not wanted or not spans or k <= 0:
+        return []
+    window = max(1, window)
+    count = max(1, len(spans) - window + 1)
+    passages = []
+    for i in range(count):
+        last = min(i + window, len(spans)) - 1
+        toks = set().union(*sentence_tokens[i : last + 1])
+        passages.append((spans[i][0], spans[last][1], toks))
+    idf = {t: _bm25_idf(sum(t in p[2] for p in passages), len(passages)) for t in wanted}
+    total = sum(idf.values())
+    scored = [(s, e, round(sum(idf[t] for t in wanted & toks) / total, 4))
+              for s, e, toks in passages]
+    scored.sort(key=lambda p: (-p[2], p[0]))
+    chosen: list[tuple[int, int, float]] = []
+    for s, e, score in scored:
+        if score <= 0 or len(chosen) >= k:
+            break
+        if all(e <= cs or s >= ce for cs, ce, _ in chosen):
+            chosen.append((s, e, score))
+    return chosen
