@@ -22,6 +22,8 @@ from judge.schemas import ClaimJudgement, SplitOutput, VerifyOutput
 from judge.selfgrade import self_grading_reason
 from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, Label, Verdict
 
+MAX_EVIDENCE, MAX_QUOTE, MAX_RATIONALE = 3, 1000, 600
+
 #: Claims whose evidence strength is below this, though labelled supported, go to review.
 WEAK_EVIDENCE = 0.0
 
@@ -238,10 +240,15 @@ class Pipeline:
             reasons.append(JUDGE_ERROR)
         else:
             label, subtype = judgement.label, judgement.subtype
-            rationale = judgement.rationale or None
-            evidence = [Evidence(source_id=e.source_id, quote=e.quote) for e in judgement.evidence]
+            rationale = (judgement.rationale or "")[:MAX_RATIONALE] or None
+            evidence = [
+                Evidence(source_id=e.source_id[:200], quote=e.quote[:MAX_QUOTE])
+                for e in judgement.evidence[:MAX_EVIDENCE]
+            ]
             evidence, quote_checks = checks_mod.check_evidence_quotes(evidence, record)
             checks += quote_checks
+            if label == Label.SUPPORTED:
+                checks.append(evidence_numbers_check(claim.text, evidence, record))
             label, subtype, note = derive_misattribution(claim, label, subtype, evidence)
             if note:
                 rationale = f"{rationale} [program: {note}]" if rationale else f"[program: {note}]"
@@ -291,3 +298,20 @@ def derive_misattribution(
             f"supported by {sources}, but the claim cites {', '.join(sorted(cited))}",
         )
     return label, subtype, None
+
+
+def evidence_numbers_check(
+    claim_text: str, evidence: list[Evidence], record: AnswerRecord
+) -> Check:
+    """Numbers, dates and versions of a claim the judge called supported must occur in the
+    evidence it quoted (found quotes only), not merely somewhere in the cited source."""
+    found = [Citation(source=e.source_id, quote=e.quote) for e in evidence if e.found and e.quote]
+    if not found:
+        return Check(
+            name="evidence_numbers_match",
+            target="evidence",
+            outcome="skip",
+            detail={"reason": "no verified evidence quote"},
+        )
+    check = checks_mod.numbers_match(claim_text, found, record)
+    return check.model_copy(update={"name": "evidence_numbers_match", "target": "evidence"})

@@ -2,6 +2,10 @@
 
 Deliberately without any confidence field: the model is a witness, not the judge of
 itself. Strength of evidence is computed by the program.
+
+No ``maxLength``/``maxItems`` here: llama.cpp compiles JSON schemas into a sampling
+grammar, and length bounds expand into huge grammars that slow decoding by an order of
+magnitude. Bounds are enforced by the pipeline after parsing instead.
 """
 
 from __future__ import annotations
@@ -24,19 +28,19 @@ SubtypeLiteral = Literal[
 
 class SplitClaim(BaseModel):
     sentence: int = Field(description="number of the answer sentence this claim comes from")
-    text: str = Field(min_length=1, max_length=2000, description="one self-contained claim")
+    text: str = Field(min_length=1, description="one self-contained claim")
     kind: Literal["fact", "abstention"] = Field(
         description="'abstention' if the claim says the sources do not cover something"
     )
 
 
 class SplitOutput(BaseModel):
-    claims: list[SplitClaim] = Field(max_length=60)
+    claims: list[SplitClaim]
 
 
 class EvidenceQuote(BaseModel):
-    source_id: str = Field(max_length=200)
-    quote: str = Field(max_length=1000, description="verbatim span copied from that source")
+    source_id: str
+    quote: str = Field(description="verbatim span copied from that source")
 
 
 class ClaimJudgement(BaseModel):
@@ -45,8 +49,8 @@ class ClaimJudgement(BaseModel):
     subtype: SubtypeLiteral | None = Field(
         default=None, description="required unless the label is 'supported'"
     )
-    evidence: list[EvidenceQuote] = Field(default_factory=list, max_length=3)
-    rationale: str = Field(default="", max_length=600)
+    evidence: list[EvidenceQuote] = Field(default_factory=list)
+    rationale: str = ""
 
     @model_validator(mode="after")
     def _subtype_rule(self) -> ClaimJudgement:
@@ -58,4 +62,4 @@ class ClaimJudgement(BaseModel):
 
 
 class VerifyOutput(BaseModel):
-    judgements: list[ClaimJudgement] = Field(max_length=50)
+    judgements: list[ClaimJudgement]

@@ -182,3 +182,28 @@ def test_pre_split_claims_are_used_as_given_with_json_paths(
     assert got["resting_hr is 61"]["origin"] == "given"
     assert "check:json_path_resolves" in got["resting_hr is 62"]["review_reasons"]
     assert "check:json_path_resolves" not in got["resting_hr is 61"]["review_reasons"]
+
+
+def test_supported_claim_whose_number_is_not_in_the_quoted_evidence_is_flagged(
+    tmp_path: Path, store: Store, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    """The 401/403 swap: both numbers occur in the cited source, so only the judge's own
+    quote can show that the claim's number is not the one the evidence talks about."""
+
+    def responder(schema: str, messages: list[dict[str, Any]]) -> str:
+        if "Split" in schema:
+            return rule_responder(schema, messages)
+        return json.dumps({"judgements": [{
+            "claim": 1, "label": "supported", "subtype": None,
+            "evidence": [{"source_id": "S1", "quote": "403 表示已認證但權限不足。"}],
+            "rationale": "r"}]})
+
+    fake_llm.responder = responder
+    path = write_jsonl(tmp_path / "in.jsonl",
+                       [{"answer": "401 表示已認證但權限不足 [S1]。", "sources": [AUTH]}])
+    run(path, store, config)
+    (row,) = rows(store)
+    assert row["label"] == "supported" and row["evidence"][0]["found"] is True
+    assert "check:evidence_numbers_match" in row["review_reasons"] and row["review"]
+    check = next(c for c in row["checks"] if c["name"] == "evidence_numbers_match")
+    assert check["outcome"] == "fail" and "401" in json.dumps(check["detail"])
