@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,6 +38,10 @@ class JudgeConfig(BaseModel):
         default_factory=lambda: {"split_claims": "v1", "verify_claims": "v1"}
     )
     schema_version: str = SCHEMA_VERSION
+    #: "batch": the model labels several claims per call against whole sources and quotes
+    #: evidence. "per_claim": the program locates excerpts, the model gives one label per
+    #: claim, the program derives subtype and evidence (made for small local models).
+    strategy: Literal["batch", "per_claim"] = "batch"
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.

@@ -15,10 +15,11 @@ from pathlib import Path
 from judge import checks as checks_mod
 from judge.citations import segment_answer
 from judge.config import JudgeConfig, judge_version
+from judge.excerpts import locate_excerpts
 from judge.models.client import CallFailed, ModelClient
 from judge.prompts import prompts_dir, render, template_hash
 from judge.records import AnswerRecord, Citation, content_hash
-from judge.schemas import ClaimJudgement, SplitOutput, VerifyOutput
+from judge.schemas import ClaimJudgement, ClaimLabel, SplitOutput, VerifyOutput
 from judge.selfgrade import self_grading_reason
 from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, Label, Verdict
 
@@ -72,7 +73,8 @@ class Pipeline:
             f"{name}/{version}": template_hash(name, version, self.root)
             for name, version in sorted(config.prompts.items())
         }
-        for required in ("split_claims", "verify_claims"):
+        verify_prompt = "label_claim" if config.strategy == "per_claim" else "verify_claims"
+        for required in ("split_claims", verify_prompt):
             if required not in config.prompts:
                 raise ValueError(f"judge config names no version for prompt {required!r}")
         self.judge_version = judge_version(config, self.templates)
@@ -180,6 +182,12 @@ class Pipeline:
     async def _verify(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None, split_call: str | None
     ) -> list[Verdict]:
+        if self.config.strategy == "per_claim":
+            return list(
+                await asyncio.gather(
+                    *(self._label_one(record, c, run_id, split_call) for c in claims)
+                )
+            )
         size = self.config.verify_batch_size
         batches = [claims[i : i + size] for i in range(0, len(claims), size)]
         results = await asyncio.gather(*(self._verify_batch(record, b, run_id) for b in batches))
@@ -191,6 +199,30 @@ class Pipeline:
                 err = error if error else (None if j else f"no judgement for claim {number}")
                 verdicts.append(self._verdict(record, claim, j, err, calls))
         return verdicts
+
+    async def _label_one(
+        self, record: AnswerRecord, claim: Claim, run_id: str | None, split_call: str | None
+    ) -> Verdict:
+        located = locate_excerpts(claim.text, record)
+        prompt = render(
+            "label_claim",
+            self.config.prompts["label_claim"],
+            self.root,
+            claim=claim.text,
+            excerpts=[{"source_id": e.source_id, "text": e.quote} for e in located],
+        )
+        calls = [split_call] if split_call else []
+        try:
+            out, call = await self.client.structured(prompt, ClaimLabel, "label", run_id)
+        except CallFailed as exc:
+            return self._verdict(record, claim, None, f"label failed: {exc}", [*calls, exc.call_id])
+        judgement = ClaimJudgement(
+            claim=1,
+            label=out.label,
+            subtype=None if out.label == "supported" else "opinion",
+            rationale="label by the model on program-located excerpts",
+        )
+        return self._verdict(record, claim, judgement, None, [*calls, call], located=located)
 
     async def _verify_batch(
         self, record: AnswerRecord, batch: list[Claim], run_id: str | None
@@ -232,6 +264,7 @@ class Pipeline:
         judgement: ClaimJudgement | None,
         error: str | None,
         call_ids: list[str],
+        located: list[Evidence] | None = None,
     ) -> Verdict:
         checks: list[Check] = checks_mod.run_claim_checks(claim.text, claim.citations, record)
         reasons: list[str] = []
@@ -245,10 +278,15 @@ class Pipeline:
                 Evidence(source_id=e.source_id[:200], quote=e.quote[:MAX_QUOTE])
                 for e in judgement.evidence[:MAX_EVIDENCE]
             ]
-            evidence, quote_checks = checks_mod.check_evidence_quotes(evidence, record)
+            if located is not None:  # located by the program: found by construction
+                evidence, quote_checks = located, []
+            else:
+                evidence, quote_checks = checks_mod.check_evidence_quotes(evidence, record)
             checks += quote_checks
             if label == Label.SUPPORTED:
                 checks.append(evidence_numbers_check(claim.text, evidence, record))
+            if located is not None:
+                subtype = derive_subtype(claim.text, label, evidence, record)
             label, subtype, note = derive_misattribution(claim, label, subtype, evidence)
             if note:
                 rationale = f"{rationale} [program: {note}]" if rationale else f"[program: {note}]"
@@ -315,3 +353,35 @@ def evidence_numbers_check(
         )
     check = checks_mod.numbers_match(claim_text, found, record)
     return check.model_copy(update={"name": "evidence_numbers_match", "target": "evidence"})
+
+
+_ABSOLUTE = re.compile(
+    r"\b(always|never|all|every|must|only|none|no one|impossible|guaranteed)\b|"
+    r"總是|一定|必須|所有|從不|絕不|永遠|完全|只有|必定",
+    re.IGNORECASE,
+)
+_HEDGED = re.compile(
+    r"\b(usually|often|typically|generally|may|might|can|some|recommended|should|most|"
+    r"unless|except|if)\b|通常|經常|可能|建議|一般|多數|部分|除非|如果|若",
+    re.IGNORECASE,
+)
+
+
+def derive_subtype(
+    claim_text: str, label: str, evidence: list[Evidence], record: AnswerRecord
+) -> str | None:
+    """The hallucination subtype by program rules, for strategies where the model gives
+    only a label: numbers/dates/versions missing from the evidence → numeric_or_version_error;
+    an absolute claim over hedged evidence → overgeneralization; an opinion → opinion;
+    otherwise unsupported_addition."""
+    if label == Label.SUPPORTED:
+        return None
+    if label == Label.NOT_VERIFIABLE:
+        return "opinion"
+    numbers = evidence_numbers_check(claim_text, evidence, record)
+    if numbers.failed:
+        return "numeric_or_version_error"
+    text = " ".join(e.quote or "" for e in evidence)
+    if _ABSOLUTE.search(claim_text) and _HEDGED.search(text):
+        return "overgeneralization"
+    return "unsupported_addition"

@@ -63,3 +63,10 @@ class ClaimJudgement(BaseModel):
 
 class VerifyOutput(BaseModel):
     judgements: list[ClaimJudgement]
+
+
+class ClaimLabel(BaseModel):
+    """One label for one claim (the ``per_claim`` strategy: evidence is located by the
+    program, the subtype derived by the program)."""
+
+    label: LabelLiteral

@@ -55,6 +55,10 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
         ]
         return json.dumps({"claims": claims}, ensure_ascii=False)
     frames = _frames(user)
+    if schema == "ClaimLabel":
+        claim = frames[-1].strip() if frames else ""
+        supported = any(claim and claim in body for body in frames[:-1])
+        return json.dumps({"label": "supported" if supported else "not_in_source"})
     sources = re.findall(r'source_id="([^"]*)"[^\n]*\n(.*?)\nDATA-', user, re.S)
     claims = re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", frames[-1] if frames else "", re.M)
     judgements = []

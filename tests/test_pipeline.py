@@ -207,3 +207,26 @@ def test_supported_claim_whose_number_is_not_in_the_quoted_evidence_is_flagged(
     assert "check:evidence_numbers_match" in row["review_reasons"] and row["review"]
     check = next(c for c in row["checks"] if c["name"] == "evidence_numbers_match")
     assert check["outcome"] == "fail" and "401" in json.dumps(check["detail"])
+
+
+def test_per_claim_strategy_locates_evidence_and_derives_subtypes(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    config = JudgeConfig(model="fake/judge-model", strategy="per_claim",
+                         prompts={"split_claims": "v1", "label_claim": "v1"})
+    src = {"id": "py", "text": "Python 3.11 added the tomllib module. It is read-only."}
+    path = write_jsonl(tmp_path / "in.jsonl", [{"id": "p", "sources": [src], "answer": "x",
+        "claims": [{"text": "Python 3.11 added the tomllib module.", "citations": ["py"]},
+                   {"text": "Python 3.10 added tomllib.", "citations": ["py"]}]}])
+    summary = run(path, store, config)
+    assert {c["schema"] for c in fake_llm.calls} == {"ClaimLabel"}
+    assert summary.model_calls == 2
+    got = {r["claim"]: r for r in rows(store)}
+    good = got["Python 3.11 added the tomllib module."]
+    assert good["label"] == "supported" and not good["review"]
+    ev = good["evidence"][0]
+    assert ev["found"] and src["text"][ev["start"]:ev["end"]] == ev["quote"]
+    bad = got["Python 3.10 added tomllib."]
+    assert bad["label"] == "not_in_source" and bad["subtype"] == "numeric_or_version_error"
+    # the instructions are the same whatever the claim: data stays in the user message
+    assert len({c["messages"][0]["content"] for c in fake_llm.calls}) == 1
