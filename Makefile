@@ -20,8 +20,8 @@ setup: $(STAMP)
 
 # Debian's Chromium for the browser tests (no browser download at test time).
 browser:
-	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
-	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "noto sans cjk" || \
+	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-cjk >/dev/null) \
 	    || echo "warning: could not install chromium; browser tests will be skipped"; }
 
 run: $(STAMP)

@@ -118,7 +118,6 @@ def test_self_grading_is_refused_and_recorded(
     assert [r["answer_id"] for r in summary.refused_answers] == ["own"]
     assert "same model family" in summary.refused_answers[0]["reason"]
     assert {r["answer_id"] for r in rows(store)} == {"other"}
-    assert all("own" not in json.dumps(c["messages"]) for c in fake_llm.calls) or True
     assert not any("ollama" in json.dumps(c["messages"]) for c in fake_llm.calls)
 
 

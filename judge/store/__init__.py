@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import sqlite_utils
 
 from judge.records import AnswerRecord, content_hash
-from judge.store.migrations import apply_migrations
+from judge.store.migrations import apply_migrations, write_transaction
 from judge.verdicts import Claim, Verdict
 
 BUSY_TIMEOUT_MS = 30_000
@@ -57,6 +58,14 @@ class Store:
         apply_migrations(db)
         return cls(db, path)
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``: takes the write lock up front (waiting up to the
+        busy timeout), so concurrent writers queue instead of failing on a lock upgrade.
+        Nested use becomes a savepoint (sqlite-utils' own writes nest the same way)."""
+        with write_transaction(self.db):
+            yield
+
     def close(self) -> None:
         self.db.conn.close()
 
@@ -65,7 +74,7 @@ class Store:
     def ensure_judge_version(
         self, version: str, model: str, config: dict[str, Any], templates: dict[str, str]
     ) -> None:
-        with self.db.conn:
+        with self.transaction():
             self.db["judge_versions"].insert(
                 {
                     "id": version,
@@ -97,7 +106,7 @@ class Store:
             return row["id"], True
         started = now()
         run_id = "run-" + content_hash([judge_version, input_sha256, started])[:12]
-        with self.db.conn:
+        with self.transaction():
             self.db["runs"].insert(
                 {
                     "id": run_id,
@@ -114,7 +123,7 @@ class Store:
         return run_id, False
 
     def finish_run(self, run_id: str, stats: dict[str, Any], status: str = "finished") -> None:
-        with self.db.conn:
+        with self.transaction():
             self.db["runs"].update(
                 run_id, {"finished_at": now(), "status": status, "stats": _dumps(stats)}
             )
@@ -133,7 +142,7 @@ class Store:
         return row["id"] if row else None
 
     def add_rejected_line(self, run_id: str, line: int, error: str) -> None:
-        with self.db.conn:
+        with self.transaction():
             self.db["rejected_lines"].insert(
                 {"run_id": run_id, "line": line, "error": error}, replace=True
             )
@@ -175,7 +184,7 @@ class Store:
                 [judge_version, answer_id],
             )
         )
-        with self.db.conn:
+        with self.transaction():
             self.db["run_answers"].insert({**prior, "run_id": run_id, "line": line}, replace=True)
 
     def save_answer_result(
@@ -192,7 +201,7 @@ class Store:
     ) -> None:
         """Everything about one answer in one transaction: a kill leaves all or nothing."""
         stamp = now()
-        with self.db.conn:
+        with self.transaction():
             self.db["answers"].insert(
                 {
                     "id": record.answer_id,
@@ -310,7 +319,7 @@ class Store:
         """Calls are saved as soon as they return, so a killed run loses none. A failed
         call is replaced by a later successful one with the same key."""
         row = {k: (_dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
-        with self.db.conn:
+        with self.transaction():
             self.db["calls"].insert(row, replace=True)
 
     # -- reading -------------------------------------------------------------------

@@ -5,7 +5,8 @@ Never edit or reorder a migration that has shipped; append a new one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import sqlite_utils
@@ -26,8 +27,14 @@ def m001_core(db: sqlite_utils.Database) -> None:
     )
     db["runs"].create(
         {
-            "id": str, "judge_version": str, "input_path": str, "input_sha256": str,
-            "started_at": str, "finished_at": str, "status": str, "stats": str,
+            "id": str,
+            "judge_version": str,
+            "input_path": str,
+            "input_sha256": str,
+            "started_at": str,
+            "finished_at": str,
+            "status": str,
+            "stats": str,
             "purpose": str,
         },
         pk="id",
@@ -35,30 +42,52 @@ def m001_core(db: sqlite_utils.Database) -> None:
     )
     db["answers"].create(
         {
-            "id": str, "record_sha256": str, "question": str, "answer": str, "generator": str,
-            "expected_status": str, "record": str, "first_seen": str,
+            "id": str,
+            "record_sha256": str,
+            "question": str,
+            "answer": str,
+            "generator": str,
+            "expected_status": str,
+            "record": str,
+            "first_seen": str,
         },
         pk="id",
     )
     db["sources"].create(
         {
-            "answer_id": str, "id": str, "title": str, "text": str, "json": str,
-            "version": str, "effective_date": str,
+            "answer_id": str,
+            "id": str,
+            "title": str,
+            "text": str,
+            "json": str,
+            "version": str,
+            "effective_date": str,
         },
         pk=("answer_id", "id"),
     )
     db["run_answers"].create(
         {
-            "run_id": str, "answer_id": str, "line": int, "status": str, "refused_reason": str,
-            "answer_status": str, "error": str, "finished_at": str,
+            "run_id": str,
+            "answer_id": str,
+            "line": int,
+            "status": str,
+            "refused_reason": str,
+            "answer_status": str,
+            "error": str,
+            "finished_at": str,
         },
         pk=("run_id", "answer_id"),
     )
     db["rejected_lines"].create({"run_id": str, "line": int, "error": str}, pk=("run_id", "line"))
     db["claims"].create(
         {
-            "id": str, "answer_id": str, "idx": int, "text": str, "citations": str,
-            "origin": str, "is_abstention": int,
+            "id": str,
+            "answer_id": str,
+            "idx": int,
+            "text": str,
+            "citations": str,
+            "origin": str,
+            "is_abstention": int,
         },
         pk="id",
     )
@@ -69,10 +98,22 @@ def m001_core(db: sqlite_utils.Database) -> None:
     )
     db["verdicts"].create(
         {
-            "id": str, "judge_version": str, "claim_id": str, "answer_id": str, "run_id": str,
-            "label": str, "subtype": str, "evidence": str, "rationale": str, "checks": str,
-            "strength": float, "review": int, "review_reasons": str, "error": str,
-            "call_ids": str, "created_at": str,
+            "id": str,
+            "judge_version": str,
+            "claim_id": str,
+            "answer_id": str,
+            "run_id": str,
+            "label": str,
+            "subtype": str,
+            "evidence": str,
+            "rationale": str,
+            "checks": str,
+            "strength": float,
+            "review": int,
+            "review_reasons": str,
+            "error": str,
+            "call_ids": str,
+            "created_at": str,
         },
         pk="id",
     )
@@ -80,7 +121,11 @@ def m001_core(db: sqlite_utils.Database) -> None:
     db["verdicts"].create_index(["answer_id"])
     db["checks"].create(
         {
-            "verdict_id": str, "seq": int, "name": str, "target": str, "outcome": str,
+            "verdict_id": str,
+            "seq": int,
+            "name": str,
+            "target": str,
+            "outcome": str,
             "detail": str,
         },
         pk=("verdict_id", "seq"),
@@ -88,29 +133,158 @@ def m001_core(db: sqlite_utils.Database) -> None:
     db["checks"].create_index(["name", "outcome"])
     db["calls"].create(
         {
-            "id": str, "purpose": str, "template": str, "template_version": str,
-            "template_sha256": str, "model_sent": str, "model_answered": str,
-            "system_fingerprint": str, "params": str, "messages": str, "response_schema": str,
-            "raw_output": str, "parsed": str, "error": str, "finish_reason": str,
-            "prompt_tokens": int, "completion_tokens": int, "latency_ms": float, "cost": float,
-            "attempts": int, "created_at": str, "run_id": str,
+            "id": str,
+            "purpose": str,
+            "template": str,
+            "template_version": str,
+            "template_sha256": str,
+            "model_sent": str,
+            "model_answered": str,
+            "system_fingerprint": str,
+            "params": str,
+            "messages": str,
+            "response_schema": str,
+            "raw_output": str,
+            "parsed": str,
+            "error": str,
+            "finish_reason": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "latency_ms": float,
+            "cost": float,
+            "attempts": int,
+            "created_at": str,
+            "run_id": str,
         },
         pk="id",
     )
 
 
+@migration
+def m002_review(db: sqlite_utils.Database) -> None:
+    """Review queues (strata and weights per item), human reviews (append-only history)
+    and adjudications (decisions that keep the reviews they decide between)."""
+    db["queues"].create(
+        {
+            "id": str,
+            "created_at": str,
+            "run_ids": str,
+            "judge_versions": str,
+            "seed": int,
+            "sample_rate": float,
+            "min_sample": int,
+            "double_fraction": float,
+            "priority": str,
+            "strata": str,
+            "items": int,
+            "created_by": str,
+        },
+        pk="id",
+    )
+    db["queue_items"].create(
+        {
+            "id": str,
+            "queue_id": str,
+            "position": int,
+            "subject": str,
+            "kind": str,
+            "claim_id": str,
+            "answer_id": str,
+            "verdict_id": str,
+            "judge_version": str,
+            "run_id": str,
+            "category": str,
+            "reasons": str,
+            "stratum": str,
+            "stratum_size": int,
+            "sample_size": int,
+            "weight": float,
+            "reviews_required": int,
+        },
+        pk="id",
+    )
+    db["queue_items"].create_index(["queue_id", "position"], unique=True)
+    db["queue_items"].create_index(["queue_id", "subject"], unique=True)
+    db["queue_items"].create_index(["subject"])
+    # One row per decision; a revision is a new row that names the one it supersedes.
+    db["reviews"].create(
+        {
+            "id": str,
+            "subject": str,
+            "claim_id": str,
+            "answer_id": str,
+            "queue_id": str,
+            "item_id": str,
+            "annotator": str,
+            "label": str,
+            "subtype": str,
+            "note": str,
+            "guideline_version": str,
+            "created_at": str,
+            "time_spent_ms": int,
+            "revision": int,
+            "supersedes": str,
+            "origin": str,
+        },
+        pk="id",
+    )
+    db["reviews"].create_index(["subject", "annotator", "revision"], unique=True)
+    db["reviews"].create_index(["annotator"])
+    db["adjudications"].create(
+        {
+            "id": str,
+            "subject": str,
+            "claim_id": str,
+            "answer_id": str,
+            "queue_id": str,
+            "adjudicator": str,
+            "label": str,
+            "subtype": str,
+            "reason": str,
+            "review_ids": str,
+            "guideline_version": str,
+            "created_at": str,
+            "revision": int,
+            "supersedes": str,
+        },
+        pk="id",
+    )
+    db["adjudications"].create_index(["subject", "revision"], unique=True)
+
+
+@contextmanager
+def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
+    conn = db.conn
+    if conn.in_transaction:
+        with db.atomic():
+            yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
 def apply_migrations(db: sqlite_utils.Database) -> list[str]:
-    """Apply pending migrations in order; return the names applied."""
-    table = db["_migrations"]
-    if not table.exists():
-        table.create({"name": str, "applied_at": str}, pk="name")
-    done = {row["name"] for row in table.rows}
-    applied = []
-    for name, fn in MIGRATIONS:
-        if name in done:
-            continue
-        with db.conn:
-            fn(db)
-            table.insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
-        applied.append(name)
+    """Apply pending migrations in order, under the write lock, so two processes opening a
+    new file at once do not both create the tables; return the names applied."""
+    applied: list[str] = []
+    with write_transaction(db):
+        table = db["_migrations"]
+        if not table.exists():
+            table.create({"name": str, "applied_at": str}, pk="name")
+        done = {row["name"] for row in table.rows}
+        for name, fn in MIGRATIONS:
+            if name in done:
+                continue
+            with db.atomic():
+                fn(db)
+                table.insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
+            applied.append(name)
     return applied
