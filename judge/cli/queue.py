@@ -1,0 +1,230 @@
+"""``judge queue``: build, list, export and import the review queue."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from judge.cli import app
+from judge.cli.common import DB_OPTION, console, fail, open_store, out, print_json
+from judge.queue import (
+    CATEGORY_HELP,
+    DEFAULT_DOUBLE_FRACTION,
+    DEFAULT_MIN_SAMPLE,
+    DEFAULT_PRIORITY,
+    DEFAULT_SAMPLE_RATE,
+    DEFAULT_SEED,
+    STATES,
+    STRATA,
+    QueueError,
+    QueueOptions,
+    QueueSummary,
+    blind_reasons,
+    build_queue,
+    get_queue,
+    priority_order,
+    queue_items,
+    queues,
+    state_counts,
+)
+from judge.review import DEFAULT_GUIDELINE_VERSION, ReviewError
+
+queue_app = typer.Typer(
+    help="The review queue: what people should read, in which order, and what each item "
+    "stands for (strata and weights).",
+    no_args_is_help=True,
+)
+app.add_typer(queue_app, name="queue")
+
+QUEUE_OPTION = typer.Option(None, "--queue", "-q", help="Queue id (default: the latest queue).")
+
+
+@queue_app.command("build")
+def build(
+    db: Path = DB_OPTION,
+    run: list[str] = typer.Option(
+        None, "--run", help="Run id; repeat for several runs (default: the latest run)."
+    ),
+    all_runs: bool = typer.Option(False, "--all-runs", help="Build across every run."),
+    sample_rate: float = typer.Option(
+        DEFAULT_SAMPLE_RATE, "--sample-rate", min=0.0, max=1.0,
+        help="Share of the passed claims to sample.",
+    ),
+    min_sample: int = typer.Option(
+        DEFAULT_MIN_SAMPLE, "--min-sample", min=0,
+        help="Sample at least this many passed claims (all of them if there are fewer).",
+    ),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Sampling seed (recorded)."),
+    double_fraction: float = typer.Option(
+        DEFAULT_DOUBLE_FRACTION, "--double-fraction", min=0.0, max=1.0,
+        help="Share of items that get a second, independent review.",
+    ),
+    priority: str | None = typer.Option(
+        None, "--priority",
+        help="Comma-separated categories, most urgent first; unnamed ones follow in the "
+        f"default order: {', '.join(DEFAULT_PRIORITY)}.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Build a review queue: every flagged claim, judge error and refused answer, plus a
+    seeded random sample of the passed claims (stratum size / sample size = weight)."""
+    store = open_store(db, must_exist=True)
+    try:
+        run_ids = [r["id"] for r in store.runs()] if all_runs else run
+        options = QueueOptions(
+            sample_rate=sample_rate, min_sample=min_sample, seed=seed,
+            double_fraction=double_fraction, priority=priority_order(priority),
+        )
+        summary = build_queue(store, run_ids, options)
+    except QueueError as exc:
+        fail(str(exc))
+    if as_json:
+        print_json(summary.as_dict())
+    else:
+        print_summary(summary)
+
+
+def print_summary(s: QueueSummary) -> None:
+    out.print(f"queue [bold]{s.queue_id}[/] over {', '.join(s.run_ids)}: {s.items} items, "
+              f"seed {s.seed}, {s.double_review} marked for a second review")
+    table = Table("stratum", "claims", "in queue", "weight", title="strata", title_justify="left")
+    for name, st in s.strata.items():
+        weight = "-" if st["weight"] is None else f"{st['weight']:.4g}"
+        table.add_row(name, str(st["stratum_size"]), str(st["sample_size"]), weight)
+    out.print(table)
+    table = Table("category", "items", "why", title="by priority", title_justify="left")
+    for name in s.priority:
+        if s.categories.get(name):
+            table.add_row(name, str(s.categories[name]), CATEGORY_HELP[name])
+    out.print(table)
+
+
+@queue_app.command("list")
+def list_cmd(
+    db: Path = DB_OPTION,
+    queue: str | None = QUEUE_OPTION,
+    status: str | None = typer.Option(None, "--status", help=f"One of: {', '.join(STATES)}."),
+    stratum: str | None = typer.Option(None, "--stratum", help=f"One of: {', '.join(STRATA)}."),
+    limit: int = typer.Option(50, "--limit", min=0, help="Show at most this many (0 = all)."),
+    reveal: bool = typer.Option(
+        False, "--reveal", help="Show the judge's reasons unredacted (not for blind reviewers)."
+    ),
+    all_queues: bool = typer.Option(False, "--queues", help="List the queues instead."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a queue's items in priority order, with why each is there and its review state."""
+    store = open_store(db, must_exist=True)
+    if all_queues:
+        rows = queues(store)
+        if as_json:
+            print_json(rows)
+            return
+        table = Table("queue", "created", "runs", "seed", "items", "strata")
+        for q in rows:
+            strata = ", ".join(f"{k} {v['sample_size']}/{v['stratum_size']}"
+                               for k, v in q["strata"].items())
+            table.add_row(q["id"], q["created_at"][:19], ", ".join(q["run_ids"]),
+                          str(q["seed"]), str(q["items"]), strata)
+        out.print(table)
+        return
+    try:
+        q = get_queue(store, queue)
+        items = queue_items(store, q["id"], status=status, stratum=stratum)
+    except QueueError as exc:
+        fail(str(exc))
+    for item in items:
+        if not reveal:
+            item["reasons"] = blind_reasons(item["reasons"])
+            item.pop("category")
+    shown = items if limit == 0 else items[:limit]
+    if as_json:
+        print_json({"queue_id": q["id"], "total": len(items), "items": shown})
+        return
+    counts = state_counts(items)
+    out.print(f"queue [bold]{q['id']}[/]: {len(items)} items; "
+              + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
+    table = Table("#", "item", "stratum", "weight", "why", "state", "reviewers")
+    for item in shown:
+        table.add_row(
+            str(item["position"]), item["subject"], item["stratum"],
+            f"{item['weight']:.3g}", escape(", ".join(item["reasons"])),
+            item["state"].replace("_", " "),
+            ", ".join(r.removeprefix("human:") for r in item["reviewers"]) or "-",
+        )
+    out.print(table)
+    if len(shown) < len(items):
+        console.print(f"{len(items) - len(shown)} more; use --limit 0 to show all")
+
+
+@queue_app.command("export")
+def export_cmd(
+    db: Path = DB_OPTION,
+    queue: str | None = QUEUE_OPTION,
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv."),
+    reveal: bool = typer.Option(
+        False, "--reveal", help="Include the judge's label, subtype and rationale (adjudication)."
+    ),
+    status: str | None = typer.Option(None, "--status", help=f"One of: {', '.join(STATES)}."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
+) -> None:
+    """Export the queue for labelling in another tool: claim_id, answer_id, claim, reasons,
+    priority, stratum, stratum_size, sample_size, weight, the answer and its sources. Blind
+    unless --reveal. CSV files get empty label, subtype and note columns to fill in."""
+    from judge.queue_io import export_lines, to_csv, to_jsonl
+
+    if fmt not in ("jsonl", "csv"):
+        fail("--format must be jsonl or csv")
+    store = open_store(db, must_exist=True)
+    try:
+        lines = export_lines(store, queue, reveal=reveal, status=status)
+        chunks = to_jsonl(lines) if fmt == "jsonl" else to_csv(lines, reveal=reveal)
+        if output is None:
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+        else:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+    except QueueError as exc:
+        fail(str(exc))
+
+
+@queue_app.command("import")
+def import_cmd(
+    path: Path = typer.Argument(..., help="Labelled JSONL or CSV (e.g. an edited export)."),
+    annotator: str = typer.Option(..., "--annotator", "-a", help="Who labelled: a person's id."),
+    db: Path = DB_OPTION,
+    queue: str | None = QUEUE_OPTION,
+    fmt: str = typer.Option("auto", "--format", help="jsonl, csv or auto (by file suffix)."),
+    guideline_version: str = typer.Option(
+        DEFAULT_GUIDELINE_VERSION, "--guideline-version", help="Guideline the labels follow."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; store nothing."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Import labels (label, subtype, note per item_id or claim_id) as the annotator's
+    reviews. Every line is validated first; any error stores nothing (exit code 2)."""
+    from judge.queue_io import import_labels
+
+    if not path.exists():
+        fail(f"file {path} does not exist")
+    store = open_store(db, must_exist=True)
+    try:
+        result = import_labels(store, path, annotator, queue, fmt, guideline_version, dry_run)
+    except (QueueError, ReviewError, UnicodeDecodeError) as exc:
+        fail(str(exc))
+    if as_json:
+        print_json(result.as_dict())
+    for error in result.errors:
+        console.print(f"[red]{escape(error)}[/]")
+    if result.errors:
+        console.print(f"[red]{len(result.errors)} error(s); nothing was imported[/]")
+        raise typer.Exit(2)
+    if not as_json:
+        verb = "would import" if dry_run else "imported"
+        out.print(f"{verb} {result.imported} label(s); {result.unchanged} unchanged, "
+                  f"{result.blank} line(s) without a label")

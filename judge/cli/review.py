@@ -1,0 +1,191 @@
+"""``judge review`` (add, history, adjudicate, status) and ``judge gold export``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from judge.cli import app
+from judge.cli.common import DB_OPTION, console, fail, open_store, out, print_json
+from judge.queue import QueueError, get_item, get_queue, queue_items
+from judge.review import (
+    DEFAULT_GUIDELINE_VERSION,
+    REVIEW_SUBTYPES,
+    GoldSummary,
+    ReviewError,
+    adjudicate,
+    current_reviews,
+    gold_lines,
+    record_review,
+    review_history,
+)
+from judge.store import Store
+from judge.verdicts import LABELS
+
+review_app = typer.Typer(
+    help="Human reviews: add a label, see a history, adjudicate disagreements.",
+    no_args_is_help=True,
+)
+gold_app = typer.Typer(help="Human gold labels from reviews.", no_args_is_help=True)
+app.add_typer(review_app, name="review")
+app.add_typer(gold_app, name="gold")
+
+GUIDELINE_OPTION = typer.Option(
+    DEFAULT_GUIDELINE_VERSION, "--guideline-version", envvar="JUDGE_GUIDELINE_VERSION",
+    help="The labelling guideline version the decision follows.",
+)
+LABEL_HELP = f"One of: {', '.join(LABELS)}."
+SUBTYPE_HELP = f"Required unless supported. One of: {', '.join(REVIEW_SUBTYPES)}."
+
+
+def _subject(store: Store, target: str) -> tuple[str, str | None]:
+    """A queue item id, a claim id or ``answer:<id>`` -> (subject, queue id)."""
+    try:
+        item = get_item(store, target)
+        return item["subject"], item["queue_id"]
+    except QueueError:
+        return target, None
+
+
+@review_app.command("add")
+def add(
+    target: str = typer.Argument(..., help="Queue item id, claim id or answer:<answer id>."),
+    label: str = typer.Option(..., "--label", "-l", help=LABEL_HELP),
+    subtype: str | None = typer.Option(None, "--subtype", "-s", help=SUBTYPE_HELP),
+    note: str | None = typer.Option(None, "--note", help="Optional note."),
+    annotator: str = typer.Option(..., "--annotator", "-a", help="Who labelled: a person's id."),
+    guideline_version: str = GUIDELINE_OPTION,
+    db: Path = DB_OPTION,
+) -> None:
+    """Record a person's label for one claim (a second call by the same person is a
+    revision; the earlier label is kept)."""
+    store = open_store(db, must_exist=True)
+    subject, queue_id = _subject(store, target)
+    try:
+        row = record_review(store, subject, annotator, label, subtype=subtype, note=note,
+                            guideline_version=guideline_version, queue_id=queue_id,
+                            origin="cli")
+    except ReviewError as exc:
+        fail(str(exc))
+    out.print(f"review {row['id']} (revision {row['revision']}) by {row['annotator']}: "
+              f"{row['label']}{' / ' + row['subtype'] if row['subtype'] else ''}")
+
+
+@review_app.command("history")
+def history(
+    target: str = typer.Argument(..., help="Queue item id, claim id or answer:<answer id>."),
+    db: Path = DB_OPTION,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Every review (revisions included) and adjudication of one claim."""
+    store = open_store(db, must_exist=True)
+    subject, _ = _subject(store, target)
+    rows = review_history(store, subject)
+    decisions = list(store.db.query(
+        "select * from adjudications where subject = ? order by revision", [subject]))
+    if as_json:
+        print_json({"subject": subject, "reviews": rows, "adjudications": decisions})
+        return
+    if not rows:
+        fail(f"no reviews of {subject}")
+    table = Table("when", "annotator", "rev", "label", "subtype", "note", "guideline")
+    for r in rows:
+        table.add_row(r["created_at"][:19], r["annotator"], str(r["revision"]), r["label"],
+                      r["subtype"] or "-", escape(r["note"] or ""), r["guideline_version"])
+    out.print(table)
+    for d in decisions:
+        out.print(f"adjudicated by {d['adjudicator']} ({d['created_at'][:19]}): {d['label']}"
+                  f"{' / ' + d['subtype'] if d['subtype'] else ''}; reason: {escape(d['reason'])}")
+
+
+@review_app.command("status")
+def status(
+    db: Path = DB_OPTION,
+    queue: str | None = typer.Option(None, "--queue", "-q", help="Default: the latest queue."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Items awaiting adjudication, with each reviewer's label."""
+    store = open_store(db, must_exist=True)
+    try:
+        q = get_queue(store, queue)
+        items = queue_items(store, q["id"], status="needs_adjudication")
+    except QueueError as exc:
+        fail(str(exc))
+    reviews = current_reviews(store, [i["subject"] for i in items])
+    rows = [{"item_id": i["id"], "subject": i["subject"],
+             "reviews": [{k: r[k] for k in ("annotator", "label", "subtype", "note")}
+                         for r in reviews.get(i["subject"], [])]} for i in items]
+    if as_json:
+        print_json(rows)
+        return
+    out.print(f"queue {q['id']}: {len(rows)} item(s) await adjudication")
+    for row in rows:
+        labels = "; ".join(
+            f"{r['annotator']}: {r['label']}{' / ' + r['subtype'] if r['subtype'] else ''}"
+            for r in row["reviews"]
+        )
+        out.print(f"  {row['item_id']}  {escape(labels)}")
+
+
+@review_app.command("adjudicate")
+def adjudicate_cmd(
+    target: str = typer.Argument(..., help="Queue item id, claim id or answer:<answer id>."),
+    label: str = typer.Option(..., "--label", "-l", help=LABEL_HELP),
+    subtype: str | None = typer.Option(None, "--subtype", "-s", help=SUBTYPE_HELP),
+    reason: str = typer.Option(..., "--reason", "-r", help="Why this decision (required)."),
+    adjudicator: str = typer.Option(..., "--adjudicator", "-a", help="Who decides: a person's id."),
+    guideline_version: str = GUIDELINE_OPTION,
+    db: Path = DB_OPTION,
+) -> None:
+    """Decide a disagreement between two reviewers. Both original reviews are kept; the
+    decision records who decided, the label and the reason."""
+    store = open_store(db, must_exist=True)
+    subject, queue_id = _subject(store, target)
+    try:
+        row = adjudicate(store, subject, adjudicator, label, subtype, reason,
+                         guideline_version=guideline_version, queue_id=queue_id)
+    except ReviewError as exc:
+        fail(str(exc))
+    out.print(f"adjudication {row['id']} by {row['adjudicator']}: {row['label']}"
+              f"{' / ' + row['subtype'] if row['subtype'] else ''} "
+              f"(decided between {len(row['review_ids'])} reviews)")
+
+
+@gold_app.command("export")
+def gold_export(
+    db: Path = DB_OPTION,
+    queue: str | None = typer.Option(
+        None, "--queue", "-q", help="Only this queue's items (default: every reviewed item)."
+    ),
+    include_pending_second: bool = typer.Option(
+        False, "--include-pending-second",
+        help="Also export items whose required second review is still missing.",
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
+) -> None:
+    """Write human gold labels as JSONL in the format of shared/gold/external (id, claim,
+    sources, label, subtype, annotator human:<id>, guideline_version, adjudication, stratum,
+    weight). Only agreed or adjudicated labels of people are exported, never a model's."""
+    store = open_store(db, must_exist=True)
+    summary = GoldSummary()
+    try:
+        lines = gold_lines(store, queue, include_pending_second, summary)
+        target = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+        try:
+            for line in lines:
+                target.write(json.dumps(line, ensure_ascii=False) + "\n")
+        finally:
+            if output:
+                target.close()
+    except QueueError as exc:
+        fail(str(exc))
+    console.print(
+        f"{summary.exported} gold item(s); held back: {summary.awaiting_adjudication} awaiting "
+        f"adjudication, {summary.awaiting_second_review} awaiting a second review"
+        + (f"; refused {summary.not_human} non-human label(s)" if summary.not_human else "")
+    )

@@ -1,0 +1,84 @@
+"""``judge serve``: the HTTP API and the review pages."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import typer
+
+from judge.cli import app
+from judge.cli.common import DB_OPTION, console, fail
+from judge.review import DEFAULT_GUIDELINE_VERSION
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    db: Path = DB_OPTION,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default: loopback)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Judge config (TOML) for /v1/judge and /v1/runs."
+    ),
+    model: str | None = typer.Option(None, "--model", "-m", help="Judge model override."),
+    tokens_file: Path | None = typer.Option(
+        None, "--tokens-file",
+        help="File of 'token:name[:role]' lines (role: reviewer, adjudicator or admin; "
+        "default reviewer). $JUDGE_TOKENS takes the same entries, comma-separated.",
+    ),
+    reveal_judge: bool = typer.Option(
+        False, "--reveal-judge",
+        help="Show the judge's label, subtype and rationale to reviewers (for adjudication "
+        "only; reviews are blind without it).",
+    ),
+    guideline_version: str = typer.Option(
+        DEFAULT_GUIDELINE_VERSION, "--guideline-version", envvar="JUDGE_GUIDELINE_VERSION",
+        help="Recorded with every review and adjudication made through the service.",
+    ),
+    max_body_mb: float = typer.Option(8.0, "--max-body-mb", min=0.01, help="Request body limit."),
+    max_batch_mb: float = typer.Option(128.0, "--max-batch-mb", min=0.01, help="Batch limit."),
+    cookie_secure: bool = typer.Option(
+        False, "--cookie-secure", help="Mark the session cookie Secure (behind HTTPS)."
+    ),
+) -> None:
+    """Serve the JSON API (/v1, schema at /openapi.json) and the review page (/review).
+
+    Tokens come from $JUDGE_TOKENS and/or --tokens-file, e.g.
+    JUDGE_TOKENS="s3cret-token-1:alice,s3cret-token-2:bob:adjudicator,ops-token-xyz:ci:admin".
+    The token's name is recorded as annotator human:<name>.
+    """
+    import uvicorn
+
+    from judge.cli.core import load_config
+    from judge.service.app import create_app
+    from judge.service.settings import SettingsError, load_tokens
+
+    try:
+        tokens = load_tokens(tokens_file)
+    except SettingsError as exc:
+        fail(str(exc))
+    if not tokens:
+        fail("no API tokens configured: set JUDGE_TOKENS='token:name[:role],...' or use "
+             "--tokens-file; nothing can be read or written without one")
+    if not _loopback(host):
+        console.print(f"[yellow]warning:[/] binding to {host} exposes the service beyond this "
+                      "machine; serve it behind HTTPS (and use --cookie-secure)")
+    cfg = load_config(config, model=model)
+    application = create_app(
+        db, tokens=tokens, judge_config=cfg, reveal_judge=reveal_judge,
+        guideline_version=guideline_version, max_body_bytes=int(max_body_mb * 1024 * 1024),
+        max_batch_bytes=int(max_batch_mb * 1024 * 1024), cookie_secure=cookie_secure,
+    )
+    roles = ", ".join(f"{i.name} ({i.role})" for i in tokens.values())
+    console.print(f"serving {db} on http://{host}:{port}/review  ·  identities: {roles}"
+                  + ("  ·  [yellow]judge opinion revealed[/]" if reveal_judge else ""))
+    uvicorn.run(application, host=host, port=port, log_level="info", server_header=False)

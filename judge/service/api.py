@@ -1,0 +1,399 @@
+"""The JSON API under ``/v1``. Every route needs a bearer token; what it may do depends on
+the token's role (reviewer < adjudicator < admin). Queue and item responses are blind unless
+the server runs with ``reveal_judge``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.concurrency import run_in_threadpool
+
+from judge.queue import (
+    DEFAULT_PRIORITY,
+    STRATA,
+    QueueError,
+    QueueOptions,
+    blind_reasons,
+    build_queue,
+    get_item,
+    get_queue,
+    needs_review,
+    priority_order,
+    queue_items,
+    queues,
+    state_counts,
+)
+from judge.records import AnswerRecord
+from judge.review import (
+    MAX_NOTE_CHARS,
+    MAX_REASON_CHARS,
+    MAX_TIME_SPENT_MS,
+    REVIEW_SUBTYPES,
+    STATES,
+    ReviewError,
+    adjudicate,
+    check_label,
+    current_reviews,
+    gold_lines,
+    record_review,
+    review_history,
+)
+from judge.runner import build_pipeline, persist
+from judge.service.auth import require_role
+from judge.service.settings import Identity, ServiceSettings
+from judge.service.stats import dashboard_counts
+from judge.service.views import item_view
+from judge.store import Store, StoreError, record_sha
+from judge.verdicts import LABELS
+
+router = APIRouter(prefix="/v1")
+
+LabelIn = Literal["supported", "contradicted", "not_in_source", "not_verifiable"]
+SubtypeIn = Literal[REVIEW_SUBTYPES]  # type: ignore[valid-type]
+assert tuple(LabelIn.__args__) == LABELS  # type: ignore[attr-defined]
+
+
+def settings_of(request: Request) -> ServiceSettings:
+    return request.app.state.settings
+
+
+def identity(request: Request) -> Identity:
+    return request.app.state.auth.api_identity(request)
+
+
+def open_store(request: Request) -> Iterator[Store]:
+    """One connection per request: sqlite connections are never shared between requests."""
+    store = Store.open(settings_of(request).db_path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+User = Annotated[Identity, Depends(identity)]
+Db = Annotated[Store, Depends(open_store)]
+
+
+def bad_request(exc: Exception, status: int = 422) -> HTTPException:
+    return HTTPException(status, str(exc))
+
+
+# -- models -----------------------------------------------------------------------------------
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReviewIn(Strict):
+    """A reviewer's label for one queue item (or a claim id)."""
+
+    item_id: str | None = Field(default=None, max_length=200)
+    claim_id: str | None = Field(default=None, max_length=200)
+    label: LabelIn
+    subtype: SubtypeIn | None = Field(
+        default=None, description="required unless the label is 'supported'"
+    )
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
+    time_spent_ms: int | None = Field(default=None, ge=0, le=MAX_TIME_SPENT_MS)
+
+    @model_validator(mode="after")
+    def _target_and_subtype(self) -> ReviewIn:
+        if (self.item_id is None) == (self.claim_id is None):
+            raise ValueError("give exactly one of item_id or claim_id")
+        check_label(self.label, self.subtype)
+        return self
+
+
+class AdjudicationIn(Strict):
+    item_id: str = Field(max_length=200)
+    label: LabelIn
+    subtype: SubtypeIn | None = None
+    reason: str = Field(min_length=1, max_length=MAX_REASON_CHARS)
+
+    @model_validator(mode="after")
+    def _subtype(self) -> AdjudicationIn:
+        check_label(self.label, self.subtype)
+        return self
+
+
+class QueueIn(Strict):
+    run_ids: list[str] | None = Field(default=None, max_length=1000)
+    all_runs: bool = False
+    sample_rate: float = Field(default=0.1, ge=0.0, le=1.0)
+    min_sample: int = Field(default=20, ge=0, le=1_000_000)
+    seed: int = 0
+    double_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
+    priority: list[str] | None = Field(default=None, description=", ".join(DEFAULT_PRIORITY))
+
+
+# -- judging ----------------------------------------------------------------------------------
+
+
+def _judge_one(settings: ServiceSettings, store: Store, record: AnswerRecord) -> dict[str, Any]:
+    conflict = store.answer_conflict(record)
+    if conflict:
+        raise HTTPException(409, conflict)
+    pipeline = build_pipeline(settings.judge_config, store)
+    version = pipeline.judge_version
+    if not store.answer_done(version, record.answer_id):
+        run_id, _ = store.start_run(version, "api:judge", record_sha(record), purpose="api")
+        try:
+            result = asyncio.run(pipeline.judge(record, run_id))
+            persist(store, run_id, 1, version, result)
+        except Exception as exc:
+            store.finish_run(run_id, {"error": f"{type(exc).__name__}"}, status="failed")
+            raise
+        store.finish_run(run_id, {"answers": 1})
+    return _answer_verdicts(store, record.answer_id, version)
+
+
+def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[str, Any]:
+    answer = store.answer(answer_id)
+    if answer is None:
+        raise HTTPException(404, f"no answer {answer_id!r}")
+    refused = next(
+        store.db.query(
+            "select refused_reason from run_answers where answer_id = ? and status = 'refused' "
+            "limit 1", [answer_id],
+        ),
+        None,
+    )
+    rows = list(store.verdict_rows(answer_id=answer_id, judge_version=version))
+    keep = (
+        "claim_id", "claim", "citations", "label", "subtype", "evidence", "rationale", "checks",
+        "strength", "review", "review_reasons", "error", "judge_version", "is_abstention",
+    )
+    return {
+        "answer_id": answer_id,
+        "refused": refused["refused_reason"] if refused else None,
+        "verdicts": [{k: row[k] for k in keep} for row in rows],
+    }
+
+
+@router.post("/judge", tags=["judge"], summary="Judge one answer record synchronously")
+def judge_answer(record: AnswerRecord, request: Request, user: User, store: Db) -> dict[str, Any]:
+    """Runs the pipeline with the server's judge config and stores the result (admin)."""
+    require_role(user, "admin")
+    return _judge_one(settings_of(request), store, record)
+
+
+@router.post(
+    "/runs", status_code=202, tags=["judge"],
+    summary="Submit a batch (JSONL body, one answer record per line); poll /v1/runs/{run_id}",
+)
+async def submit_batch(request: Request, user: User) -> dict[str, Any]:
+    require_role(user, "admin")
+    settings = settings_of(request)
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > settings.max_batch_bytes:
+            raise HTTPException(413, f"batch exceeds {settings.max_batch_bytes} bytes")
+    if not bytes(body).strip():
+        raise HTTPException(422, "the body is empty: send JSONL, one answer record per line")
+    job = await run_in_threadpool(request.app.state.jobs.submit, bytes(body))
+    return {**job, "status": "running", "poll": f"/v1/runs/{job['run_id']}"}
+
+
+@router.get("/runs/{run_id}", tags=["judge"], summary="A run's status and summary")
+def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
+    require_role(user, "admin")
+    try:
+        run = store.run(run_id)
+    except StoreError as exc:
+        raise HTTPException(404, f"no run {run_id!r}") from exc
+    done = store.db.execute(
+        "select count(*) from run_answers where run_id = ?", [run_id]
+    ).fetchone()[0]
+    jobs = request.app.state.jobs
+    return {
+        "run_id": run_id, "status": run["status"], "judge_version": run["judge_version"],
+        "started_at": run["started_at"], "finished_at": run["finished_at"],
+        "answers_done": done, "in_progress": jobs.active(run_id),
+        "error": jobs.error(run_id),
+        "summary": json.loads(run["stats"]) if run["stats"] else None,
+    }
+
+
+@router.get("/answers/{answer_id}/verdicts", tags=["judge"], summary="An answer's verdicts")
+def answer_verdicts(
+    answer_id: str, user: User, store: Db, judge_version: str | None = None
+) -> dict[str, Any]:
+    """The judge's labels: admin only, so reviewers stay blind."""
+    require_role(user, "admin")
+    return _answer_verdicts(store, answer_id, judge_version)
+
+
+# -- queue ------------------------------------------------------------------------------------
+
+
+@router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue")
+def create_queue(body: QueueIn, user: User, store: Db) -> dict[str, Any]:
+    require_role(user, "admin")
+    try:
+        run_ids = [r["id"] for r in store.runs()] if body.all_runs else body.run_ids
+        options = QueueOptions(
+            sample_rate=body.sample_rate, min_sample=body.min_sample, seed=body.seed,
+            double_fraction=body.double_fraction, priority=priority_order(body.priority),
+        )
+        return build_queue(store, run_ids, options, created_by=user.annotator).as_dict()
+    except QueueError as exc:
+        raise bad_request(exc) from exc
+
+
+@router.get("/queues", tags=["queue"], summary="List review queues")
+def list_queues(user: User, store: Db) -> list[dict[str, Any]]:
+    return [
+        {k: q[k] for k in ("id", "created_at", "run_ids", "seed", "sample_rate", "min_sample",
+                           "double_fraction", "strata", "items")}
+        for q in queues(store)
+    ]
+
+
+def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
+    out = {
+        "item_id": item["id"], "queue_id": item["queue_id"], "claim_id": item["claim_id"],
+        "answer_id": item["answer_id"], "kind": item["kind"], "priority": item["position"],
+        "reasons": item["reasons"] if reveal else blind_reasons(item["reasons"]),
+        "stratum": item["stratum"], "stratum_size": item["stratum_size"],
+        "sample_size": item["sample_size"], "weight": item["weight"],
+        "reviews_required": item["reviews_required"], "state": item["state"],
+    }
+    if reveal:
+        out["category"] = item["category"]
+    return out
+
+
+@router.get("/queue", tags=["queue"], summary="List and filter a queue's items")
+def list_queue(
+    request: Request,
+    user: User,
+    store: Db,
+    queue_id: str | None = Query(default=None, max_length=100),
+    status: Literal[STATES] | None = None,  # type: ignore[valid-type]
+    stratum: Literal[STRATA] | None = None,  # type: ignore[valid-type]
+    mine: bool = Query(default=False, description="only items that still need my review"),
+    limit: int = Query(default=100, ge=1, le=1000),
+    offset: int = Query(default=0, ge=0),
+) -> dict[str, Any]:
+    reveal = settings_of(request).reveal_judge
+    try:
+        queue = get_queue(store, queue_id)
+        everything = queue_items(store, queue["id"])
+    except QueueError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    items = [
+        i for i in everything
+        if (status is None or i["state"] == status) and (stratum is None or i["stratum"] == stratum)
+        and (not mine or needs_review(i, user.annotator))
+    ]
+    return {
+        "queue_id": queue["id"], "total": len(items), "offset": offset,
+        "states": state_counts(everything),
+        "items": [_item_summary(i, reveal) for i in items[offset:offset + limit]],
+    }
+
+
+@router.get("/queue/items/{item_id}", tags=["queue"], summary="One item as a reviewer sees it")
+def queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
+    try:
+        item = get_item(store, item_id)
+    except QueueError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    mine = [r for r in current_reviews(store, [item["subject"]]).get(item["subject"], [])
+            if r["annotator"] == user.annotator]
+    return item_view(store, item, settings_of(request).reveal_judge, mine[0] if mine else None)
+
+
+# -- reviews ----------------------------------------------------------------------------------
+
+
+@router.post("/reviews", status_code=201, tags=["review"], summary="Submit a review")
+def submit_review(body: ReviewIn, request: Request, user: User, store: Db) -> dict[str, Any]:
+    """Recorded with the token's identity as annotator and the server's guideline version."""
+    try:
+        if body.item_id is not None:
+            item = get_item(store, body.item_id)
+        else:
+            item = next(
+                store.db.query(
+                    "select * from queue_items where claim_id = ? order by rowid desc limit 1",
+                    [body.claim_id],
+                ),
+                None,
+            )
+            if item is None:
+                raise QueueError(f"claim {body.claim_id!r} is in no review queue")
+    except QueueError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    try:
+        row = record_review(
+            store, item["subject"], user.annotator, body.label, subtype=body.subtype,
+            note=body.note, guideline_version=settings_of(request).guideline_version,
+            time_spent_ms=body.time_spent_ms, queue_id=item["queue_id"], item_id=item["id"],
+            origin="api",
+        )
+    except ReviewError as exc:
+        raise bad_request(exc) from exc
+    return {"review": row, "state": get_item(store, item["id"])["state"]}
+
+
+@router.get("/reviews", tags=["review"], summary="Review history of a subject")
+def list_reviews(
+    user: User, store: Db, subject: str = Query(max_length=300)
+) -> list[dict[str, Any]]:
+    """Reviewers see their own rows only; adjudicators and admins see everyone's."""
+    rows = review_history(store, subject)
+    if not user.can("adjudicator"):
+        rows = [r for r in rows if r["annotator"] == user.annotator]
+    return rows
+
+
+@router.post("/adjudications", status_code=201, tags=["review"], summary="Decide a disagreement")
+def submit_adjudication(
+    body: AdjudicationIn, request: Request, user: User, store: Db
+) -> dict[str, Any]:
+    require_role(user, "adjudicator")
+    try:
+        item = get_item(store, body.item_id)
+    except QueueError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    try:
+        row = adjudicate(
+            store, item["subject"], user.annotator, body.label, body.subtype, body.reason,
+            guideline_version=settings_of(request).guideline_version, queue_id=item["queue_id"],
+        )
+    except ReviewError as exc:
+        raise HTTPException(409 if "reviewed" in str(exc) or "agree" in str(exc) else 422,
+                            str(exc)) from exc
+    return {"adjudication": row, "state": get_item(store, item["id"])["state"]}
+
+
+@router.get("/gold", tags=["review"], summary="Gold labels (JSONL, as `judge gold export`)")
+def gold(
+    request: Request, user: User, queue_id: str | None = None,
+    include_pending_second: bool = False,
+) -> StreamingResponse:
+    require_role(user, "adjudicator")
+    store = Store.open(settings_of(request).db_path)
+    try:
+        lines = [json.dumps(x, ensure_ascii=False) + "\n"
+                 for x in gold_lines(store, queue_id, include_pending_second)]
+    finally:
+        store.close()
+    return StreamingResponse(iter(lines), media_type="application/x-ndjson")
+
+
+@router.get("/stats", tags=["review"], summary="Counts by label, subtype, reviewer and state")
+def stats(user: User, store: Db, queue_id: str | None = None) -> dict[str, Any]:
+    try:
+        return dashboard_counts(store, queue_id)
+    except QueueError as exc:
+        raise HTTPException(404, str(exc)) from exc

@@ -1,0 +1,339 @@
+"""Server-rendered pages: login, the blind review page, the dashboard, adjudication.
+
+Pages use the session cookie set by the login form; every form carries the session's CSRF
+token. Forms are plain ``application/x-www-form-urlencoded`` posts that redirect (303), so the
+page works without JavaScript; ``/static/review.js`` adds the keyboard shortcuts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from judge.queue import QueueError, get_queue, needs_review, queue_items
+from judge.review import (
+    REVIEW_SUBTYPES,
+    ReviewError,
+    adjudicate,
+    current_reviews,
+    record_review,
+)
+from judge.service.auth import SESSION_COOKIE, Session, require_role
+from judge.service.settings import ServiceSettings
+from judge.service.stats import dashboard_counts
+from judge.service.views import excerpts, item_view, segments
+from judge.store import Store
+from judge.verdicts import LABELS
+
+router = APIRouter(include_in_schema=False)
+TEMPLATES = Path(__file__).parent / "templates"
+env = Environment(
+    loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+    trim_blocks=True, lstrip_blocks=True,
+)
+
+LABEL_KEYS = {"supported": "1", "contradicted": "2", "not_in_source": "3", "not_verifiable": "4"}
+SUBTYPE_KEYS = {
+    "unsupported_addition": "u", "misattribution": "m", "numeric_or_version_error": "n",
+    "self_contradiction": "x", "overgeneralization": "g", "dropped_condition": "d",
+    "partial_support": "p", "opinion": "o", "not_a_claim": "c",
+}
+assert set(SUBTYPE_KEYS) == set(REVIEW_SUBTYPES) and set(LABEL_KEYS) == set(LABELS)
+
+
+def _settings(request: Request) -> ServiceSettings:
+    return request.app.state.settings
+
+
+def render(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    session = ctx.pop("session", None)
+    html = env.get_template(name).render(
+        user=session.identity if session else None, csrf=session.csrf if session else "",
+        label_keys=LABEL_KEYS, subtype_keys=SUBTYPE_KEYS, **ctx,
+    )
+    return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+async def form_data(request: Request) -> dict[str, str]:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise HTTPException(415, "send the form as application/x-www-form-urlencoded")
+    body = await request.body()
+    try:
+        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=50)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HTTPException(400, "the form could not be read") from exc
+    return {k: v[-1] for k, v in parsed.items()}
+
+
+def _local(url: str | None) -> str:
+    """Only same-site paths as redirect targets."""
+    if not url or not url.startswith("/") or url.startswith("//") or "\\" in url:
+        return "/review"
+    return url
+
+
+def _page_session(request: Request) -> Session:
+    return request.app.state.auth.page_session(request)
+
+
+def _store(request: Request) -> Store:
+    return Store.open(_settings(request).db_path)
+
+
+# -- login -------------------------------------------------------------------------------------
+
+
+@router.get("/")
+def home() -> RedirectResponse:
+    return RedirectResponse("/review", status_code=303)
+
+
+@router.get("/login")
+def login_form(request: Request, next: str = "/review") -> HTMLResponse:
+    return render(request, "login.html", next=_local(next), error=None)
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    form = await form_data(request)
+    target = _local(form.get("next"))
+    done = request.app.state.auth.login(form.get("token", "").strip())
+    if done is None:
+        return render(request, "login.html", status=401, next=target,
+                      error="That token is not valid.")
+    sid, _ = done
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE, sid, httponly=True, samesite="strict", path="/",
+        secure=_settings(request).cookie_secure,
+        max_age=int(_settings(request).session_hours * 3600),
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    form = await form_data(request)
+    session = _page_session(request)
+    request.app.state.auth.check_csrf(session, form.get("csrf"))
+    request.app.state.auth.logout(request.cookies.get(SESSION_COOKIE))
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+# -- review ------------------------------------------------------------------------------------
+
+
+def _display_sources(view: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for s in view["sources"]:
+        windows = excerpts(s["text"], s["spans"])
+        out.append({
+            **s,
+            "windows": [
+                {"segments": segments(s["text"], s["spans"], a, b), "cut_before": a > 0,
+                 "cut_after": b < len(s["text"])}
+                for a, b in windows
+            ],
+            "length": len(s["text"]),
+            "excerpted": windows != [(0, len(s["text"]))],
+        })
+    return out
+
+
+def _review_context(
+    store: Store, request: Request, session: Session, queue: dict[str, Any],
+    items: list[dict[str, Any]], pos: int,
+) -> dict[str, Any]:
+    me = session.identity.annotator
+    item = items[pos - 1]
+    mine = [r for r in current_reviews(store, [item["subject"]]).get(item["subject"], [])
+            if r["annotator"] == me]
+    view = item_view(store, item, _settings(request).reveal_judge, mine[0] if mine else None)
+    todo = [i["position"] for i in items if needs_review(i, me)]
+    later = [p for p in todo if p > pos] or [p for p in todo if p != pos]
+    return {
+        "queue": queue, "view": view, "pos": pos, "total": len(items),
+        "answer_segments": segments(view["answer"]["text"], view["answer"]["spans"]),
+        "sources": _display_sources(view),
+        "mine_count": sum(me in i["reviewers"] for i in items),
+        "complete": sum(i["state"] in ("done", "adjudicated") for i in items),
+        "todo_count": len(todo),
+        "next_todo": later[0] if later else None,
+        "needed_here": needs_review(item, me) or bool(mine),
+        "labels": LABELS, "subtypes": REVIEW_SUBTYPES,
+        "reveal": _settings(request).reveal_judge,
+    }
+
+
+def _url(path: str, **params: Any) -> str:
+    return path + "?" + urlencode({k: v for k, v in params.items() if v is not None})
+
+
+@router.get("/review")
+def review_page(request: Request, queue: str | None = None, pos: int | None = None) -> Response:
+    session = _page_session(request)
+    store = _store(request)
+    try:
+        try:
+            q = get_queue(store, queue)
+        except QueueError as exc:
+            return render(request, "message.html", status=404, session=session,
+                          title="No review queue", message=str(exc))
+        items = queue_items(store, q["id"])
+        if not items:
+            return render(request, "message.html", session=session, title="Nothing to review",
+                          message=f"Queue {q['id']} holds no items.")
+        if pos is None:
+            todo = [i["position"] for i in items if needs_review(i, session.identity.annotator)]
+            if not todo:
+                return render(request, "message.html", session=session, title="All done",
+                              message=f"You have reviewed everything in queue {q['id']} that "
+                                      "needs you. Thank you.", queue=q)
+            return RedirectResponse(_url("/review", queue=q["id"], pos=todo[0]), status_code=303)
+        if not 1 <= pos <= len(items):
+            return render(request, "message.html", status=404, session=session,
+                          title="No such item", message=f"Queue {q['id']} has items 1 to "
+                          f"{len(items)}.", queue=q)
+        ctx = _review_context(store, request, session, q, items, pos)
+    finally:
+        store.close()
+    return render(request, "review.html", session=session, error=None, form=None, **ctx)
+
+
+@router.post("/review")
+async def review_submit(request: Request) -> Response:
+    form = await form_data(request)
+    session = _page_session(request)
+    request.app.state.auth.check_csrf(session, form.get("csrf"))
+    store = _store(request)
+    try:
+        try:
+            q = get_queue(store, form.get("queue"))
+            items = queue_items(store, q["id"])
+            pos = int(form.get("pos") or 0)
+            if not 1 <= pos <= len(items) or items[pos - 1]["id"] != form.get("item_id"):
+                raise QueueError("the item is not at that position of the queue; reload the page")
+        except (QueueError, ValueError) as exc:
+            raise HTTPException(422, str(exc)) from exc
+        item = items[pos - 1]
+        spent = form.get("time_spent_ms") or ""
+        try:
+            record_review(
+                store, item["subject"], session.identity.annotator, form.get("label", ""),
+                subtype=form.get("subtype"), note=form.get("note"),
+                guideline_version=_settings(request).guideline_version,
+                time_spent_ms=int(spent) if spent.isdigit() else None,
+                queue_id=q["id"], item_id=item["id"], origin="web",
+            )
+        except ReviewError as exc:
+            ctx = _review_context(store, request, session, q, items, pos)
+            return render(request, "review.html", status=422, session=session, error=str(exc),
+                          form=form, **ctx)
+        items = queue_items(store, q["id"])
+        me = session.identity.annotator
+        todo = [i["position"] for i in items if needs_review(i, me)]
+        later = [p for p in todo if p > pos] or todo
+    finally:
+        store.close()
+    if not later:
+        return RedirectResponse(_url("/review", queue=q["id"]), status_code=303)
+    return RedirectResponse(_url("/review", queue=q["id"], pos=later[0]), status_code=303)
+
+
+# -- dashboard ---------------------------------------------------------------------------------
+
+
+@router.get("/dashboard")
+def dashboard(request: Request, queue: str | None = None) -> Response:
+    session = _page_session(request)
+    store = _store(request)
+    try:
+        try:
+            counts = dashboard_counts(store, queue)
+        except QueueError as exc:
+            return render(request, "message.html", status=404, session=session,
+                          title="No review queue", message=str(exc))
+    finally:
+        store.close()
+    return render(request, "dashboard.html", session=session, counts=counts, labels=LABELS)
+
+
+# -- adjudication ------------------------------------------------------------------------------
+
+
+def _adjudication_context(
+    store: Store, request: Request, queue: str | None, item_id: str | None
+) -> dict[str, Any]:
+    q = get_queue(store, queue)
+    items = queue_items(store, q["id"])
+    waiting = [i for i in items if i["state"] == "needs_adjudication"]
+    current = next((i for i in items if i["id"] == item_id), None) if item_id else None
+    current = current or (waiting[0] if waiting else None)
+    ctx: dict[str, Any] = {"queue": q, "waiting": waiting, "current": current, "view": None,
+                           "reviews": [], "sources": [], "answer_segments": [],
+                           "labels": LABELS, "subtypes": REVIEW_SUBTYPES,
+                           "reveal": _settings(request).reveal_judge}
+    if current is not None:
+        view = item_view(store, current, _settings(request).reveal_judge)
+        ctx.update(
+            view=view, reviews=current_reviews(store, [current["subject"]]).get(
+                current["subject"], []),
+            sources=_display_sources(view),
+            answer_segments=segments(view["answer"]["text"], view["answer"]["spans"]),
+        )
+    return ctx
+
+
+@router.get("/adjudicate")
+def adjudicate_page(
+    request: Request, queue: str | None = None, item: str | None = None
+) -> Response:
+    session = _page_session(request)
+    require_role(session.identity, "adjudicator")
+    store = _store(request)
+    try:
+        try:
+            ctx = _adjudication_context(store, request, queue, item)
+        except QueueError as exc:
+            return render(request, "message.html", status=404, session=session,
+                          title="No review queue", message=str(exc))
+    finally:
+        store.close()
+    return render(request, "adjudicate.html", session=session, error=None, **ctx)
+
+
+@router.post("/adjudicate")
+async def adjudicate_submit(request: Request) -> Response:
+    form = await form_data(request)
+    session = _page_session(request)
+    request.app.state.auth.check_csrf(session, form.get("csrf"))
+    require_role(session.identity, "adjudicator")
+    store = _store(request)
+    try:
+        try:
+            ctx = _adjudication_context(store, request, form.get("queue"), form.get("item_id"))
+        except QueueError as exc:
+            raise HTTPException(422, str(exc)) from exc
+        if ctx["current"] is None or ctx["current"]["id"] != form.get("item_id"):
+            raise HTTPException(422, "that item does not await adjudication in this queue")
+        try:
+            adjudicate(
+                store, ctx["current"]["subject"], session.identity.annotator,
+                form.get("label", ""), form.get("subtype"), form.get("reason", ""),
+                guideline_version=_settings(request).guideline_version,
+                queue_id=ctx["queue"]["id"],
+            )
+        except ReviewError as exc:
+            return render(request, "adjudicate.html", status=422, session=session,
+                          error=str(exc), **ctx)
+    finally:
+        store.close()
+    return RedirectResponse(_url("/adjudicate", queue=ctx["queue"]["id"]), status_code=303)

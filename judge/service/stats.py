@@ -1,0 +1,60 @@
+"""Dashboard figures: human labels by label, subtype and reviewer; queue progress by stratum.
+Only human reviews are counted; the judge's labels never appear here."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from statistics import median
+from typing import Any
+
+from judge.queue import get_queue, queue_items, state_counts
+from judge.review import current_reviews
+from judge.store import Store
+from judge.verdicts import LABELS
+
+
+def dashboard_counts(store: Store, queue_id: str | None = None) -> dict[str, Any]:
+    queue = get_queue(store, queue_id)
+    items = queue_items(store, queue["id"])
+    reviews = current_reviews(store, [i["subject"] for i in items])
+    labels: Counter[str] = Counter()
+    subtypes: Counter[str] = Counter()
+    per_reviewer: dict[str, Counter[str]] = defaultdict(Counter)
+    times: dict[str, list[int]] = defaultdict(list)
+    for rows in reviews.values():
+        for r in rows:
+            labels[r["label"]] += 1
+            if r["subtype"]:
+                subtypes[r["subtype"]] += 1
+            per_reviewer[r["annotator"]][r["label"]] += 1
+            if r["time_spent_ms"] is not None:
+                times[r["annotator"]].append(r["time_spent_ms"])
+    strata: dict[str, Counter[str]] = defaultdict(Counter)
+    for item in items:
+        strata[item["stratum"]]["items"] += 1
+        strata[item["stratum"]]["reviewed"] += int(item["state"] != "pending")
+    design = queue["strata"] or {}
+    return {
+        "queue_id": queue["id"],
+        "created_at": queue["created_at"],
+        "seed": queue["seed"],
+        "items": len(items),
+        "states": state_counts(items),
+        "labels": {label: labels.get(label, 0) for label in LABELS},
+        "subtypes": dict(sorted(subtypes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "reviewers": [
+            {
+                "annotator": name, "reviews": sum(counts.values()),
+                "labels": {label: counts.get(label, 0) for label in LABELS},
+                "median_seconds": round(median(times[name]) / 1000, 1) if times[name] else None,
+            }
+            for name, counts in sorted(per_reviewer.items())
+        ],
+        "strata": [
+            {
+                "stratum": name, **design.get(name, {}),
+                "in_queue": strata[name]["items"], "reviewed": strata[name]["reviewed"],
+            }
+            for name in design
+        ],
+    }
