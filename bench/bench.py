@@ -116,7 +116,7 @@ def bench_embedded() -> None:
         path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n")
         store = Store.open(Path(tmp) / "bench.db")
         started = time.perf_counter()
-        summary = asyncio.run(run_batch(path, store, JudgeConfig()))
+        summary = asyncio.run(run_batch(path, store, JudgeConfig.load()))
         wall = time.perf_counter() - started
         print(
             f"[embedded] {summary.claims} claims in {wall:.1f} s (incl. model load): "

@@ -25,6 +25,18 @@ DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
 SCHEMA_VERSION = "1"
 
 
+#: Settings the embedded default model runs with unless a config says otherwise: a small
+#: model labels one claim at a time on program-located excerpts, and deterministic signals
+#: correct its bias towards "supported" (issue 5; thresholds chosen on the tuning split).
+#: The library defaults (batch, no signals) suit strong models, whose paraphrases a
+#: lexical-overlap rule would wrongly punish.
+EMBEDDED_PROFILE: dict[str, Any] = {
+    "strategy": "per_claim",
+    "signals": True,
+    "prompts": {"split_claims": "v1", "label_claim": "v1"},
+}
+
+
 class JudgeConfig(BaseModel):
     """What a user pins and commits (``judge.toml``)."""
 
@@ -42,6 +54,15 @@ class JudgeConfig(BaseModel):
     #: evidence. "per_claim": the program locates excerpts, the model gives one label per
     #: claim, the program derives subtype and evidence (made for small local models).
     strategy: Literal["batch", "per_claim"] = "batch"
+    #: Deterministic signals may override the model's label (see judge.signals); the
+    #: thresholds below were chosen on the tuning split only (gold/README.md).
+    signals: bool = False
+    support_overlap_min: float = Field(default=0.5, ge=0.0, le=1.0)
+    opinion_overlap_max: float = Field(default=0.3, ge=0.0, le=1.0)
+    numbers_overlap_min: float = Field(default=0.4, ge=0.0, le=1.0)
+    #: Queue policy: a "supported" verdict whose program-computed strength is below this
+    #: goes to review as ``weak_evidence``.
+    review_strength_below: float = Field(default=0.0, ge=0.0, le=1.0)
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.
@@ -74,6 +95,8 @@ class JudgeConfig(BaseModel):
                 raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
             data = dict(raw.get("judge", raw))
         data.update({k: v for k, v in overrides.items() if v is not None})
+        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
+            data = {**EMBEDDED_PROFILE, **data}
         return cls.model_validate(data)
 
     def versioned_fields(self) -> dict[str, Any]:

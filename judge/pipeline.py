@@ -21,12 +21,11 @@ from judge.prompts import prompts_dir, render, template_hash
 from judge.records import AnswerRecord, Citation, content_hash
 from judge.schemas import ClaimJudgement, ClaimLabel, SplitOutput, VerifyOutput
 from judge.selfgrade import self_grading_reason
+from judge.signals import apply_signals
 from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, Label, Verdict
 
 MAX_EVIDENCE, MAX_QUOTE, MAX_RATIONALE = 3, 1000, 600
 
-#: Claims whose evidence strength is below this, though labelled supported, go to review.
-WEAK_EVIDENCE = 0.0
 
 _ABSTENTION = re.compile(
     r"(未提及|沒有提及|没有提及|未涵蓋|沒有涵蓋|無法確認|无法确认|未說明|沒有說明|資料不足|"
@@ -285,7 +284,12 @@ class Pipeline:
             checks += quote_checks
             if label == Label.SUPPORTED:
                 checks.append(evidence_numbers_check(claim.text, evidence, record))
-            if located is not None:
+            if self.config.signals:
+                label, signal_note = apply_signals(claim.text, label, evidence, record, self.config)
+                if signal_note:
+                    rationale = f"{rationale} [program: {signal_note}]"
+                    subtype = None if label == Label.SUPPORTED else subtype
+            if located is not None or (label != Label.SUPPORTED and subtype is None):
                 subtype = derive_subtype(claim.text, label, evidence, record)
             label, subtype, note = derive_misattribution(claim, label, subtype, evidence)
             if note:
@@ -300,7 +304,7 @@ class Pipeline:
         if not claim.citations and not claim.is_abstention:
             reasons.append("missing_citation")
         strength = checks_mod.strength(claim.text, evidence, checks, record)
-        if label == Label.SUPPORTED and strength < WEAK_EVIDENCE:
+        if label == Label.SUPPORTED and strength < self.config.review_strength_below:
             reasons.append("weak_evidence")
         return Verdict(
             claim_id=claim.id,

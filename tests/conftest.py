@@ -24,7 +24,8 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def config() -> JudgeConfig:
-    return JudgeConfig(model=FAKE_MODEL, retries=1, timeout_s=30)
+    """The batch strategy without signals: the model's labels as given (core behaviour)."""
+    return JudgeConfig(model=FAKE_MODEL, retries=1, timeout_s=30, strategy="batch", signals=False)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
         "generator": "openai/gpt-4o-mini",
     }])
     store = Store.open(tmp_path / "e2e.db")
-    summary = asyncio.run(run_batch(path, store, JudgeConfig()))
+    summary = asyncio.run(run_batch(path, store, JudgeConfig.load()))
     assert summary.answers == 1 and summary.claims >= 1
     assert summary.model_calls >= 2  # split + verify, really made
     rows = list(store.verdict_rows())
@@ -39,5 +39,5 @@ def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
     assert {c["purpose"] for c in calls} == {"split", "verify"}
     assert all(c["model_sent"] == DEFAULT_MODEL for c in calls)
     assert all(c["raw_output"] for c in calls if c["error"] is None)
-    again = asyncio.run(run_batch(path, store, JudgeConfig()))
+    again = asyncio.run(run_batch(path, store, JudgeConfig.load()))
     assert again.model_calls == 0 and again.claims == summary.claims

@@ -174,7 +174,7 @@ def create_app(
     elif isinstance(tokens, str):
         tokens = parse_tokens(tokens)
     settings = ServiceSettings(
-        db_path=Path(db_path), tokens=tokens, judge_config=judge_config or JudgeConfig(),
+        db_path=Path(db_path), tokens=tokens, judge_config=judge_config or JudgeConfig.load(),
         reveal_judge=reveal_judge, guideline_version=guideline_version,
         max_body_bytes=max_body_bytes, max_batch_bytes=max_batch_bytes,
         upload_dir=upload_dir, cookie_secure=cookie_secure,
