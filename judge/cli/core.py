@@ -142,6 +142,22 @@ def show(
     out.print(f"[dim]A:[/] {escape(answer['answer'])}\n")
     if refusals:
         out.print(f"[red]refused:[/] {escape(refusals[0]['refused_reason'])}")
+    statuses = {
+        r["answer_status"]
+        for r in store.db.query(
+            "select answer_status from run_answers where answer_id = ? and answer_status "
+            "is not null",
+            [answer_id],
+        )
+    }
+    if statuses:
+        expected = answer["expected_status"]
+        mismatch = expected and expected not in statuses
+        out.print(
+            f"status: {', '.join(sorted(statuses))}"
+            + (f"  [yellow](expected {expected})[/]" if mismatch else "")
+            + "\n"
+        )
     for row in rows:
         colour = {"supported": "green", "judge_error": "magenta"}.get(row["label"], "red")
         flag = "[bold yellow]REVIEW[/] " if row["review"] else ""
