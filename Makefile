@@ -44,8 +44,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 
+# Judge the fixed external-gold subset with the embedded default model (about 15 min on 2
+# cores; resumable, stored calls are reused), print the calibration report, and regenerate
+# the README quality table from it (between <!-- quality:start --> and <!-- quality:end -->).
+EVAL_DB ?= out/eval.db
+EVAL_GOLD ?= gold/eval_subset.jsonl
 eval: $(STAMP)
-	$(BIN)/judge eval-gold gold/eval_subset.jsonl --db out/eval.db
+	mkdir -p out
+	$(BIN)/judge eval-gold $(EVAL_GOLD) --db $(EVAL_DB) --output-json out/eval.json --html out/eval.html
+	$(BIN)/python -m judge.evaluation --update-readme out/eval.json --readme README.md
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache
