@@ -59,23 +59,28 @@ def to_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def to_csv(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """CSV with nested fields as JSON text; cells that a spreadsheet would execute as a
-    formula (=, +, -, @) are prefixed with a quote."""
+def csv_cell(value: Any) -> Any:
+    """Nested values as JSON text; a cell a spreadsheet would run as a formula
+    (=, +, -, @, tab, CR) is prefixed with a quote."""
+    if isinstance(value, list | dict):
+        value = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        value = "'" + value
+    return value
+
+
+def csv_lines(rows: Iterable[dict[str, Any]], fields: tuple[str, ...]) -> Iterator[str]:
+    """A header line, then one CSV line per row (streamed)."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS, extrasaction="ignore")
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     yield buf.getvalue()
     for row in rows:
         buf.seek(0)
         buf.truncate()
-        flat = {}
-        for key in EXPORT_FIELDS:
-            value = row.get(key)
-            if isinstance(value, list | dict):
-                value = json.dumps(value, ensure_ascii=False)
-            if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-                value = "'" + value
-            flat[key] = value
-        writer.writerow(flat)
+        writer.writerow({k: csv_cell(row.get(k)) for k in fields})
         yield buf.getvalue()
+
+
+def to_csv(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    return csv_lines(rows, EXPORT_FIELDS)

@@ -9,13 +9,13 @@ every line first (errors carry line numbers) and stores nothing unless every lin
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.export import csv_lines
 from judge.queue import QueueError, blind_reasons, get_queue, queue_items
 from judge.review import (
     DEFAULT_GUIDELINE_VERSION,
@@ -86,32 +86,9 @@ def export_lines(
         yield line
 
 
-def to_jsonl(lines: Iterable[dict[str, Any]]) -> Iterator[str]:
-    for line in lines:
-        yield json.dumps(line, ensure_ascii=False) + "\n"
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, list | dict):
-        value = json.dumps(value, ensure_ascii=False)
-    # A spreadsheet would run these as formulas.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        value = "'" + value
-    return value
-
-
 def to_csv(lines: Iterable[dict[str, Any]], reveal: bool = False) -> Iterator[str]:
     """CSV with nested fields as JSON text and empty label/subtype/note columns to fill in."""
-    fields = EXPORT_FIELDS + (REVEAL_FIELDS if reveal else ()) + LABEL_FIELDS
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
-    writer.writeheader()
-    yield buf.getvalue()
-    for line in lines:
-        buf.seek(0)
-        buf.truncate()
-        writer.writerow({k: _cell(line.get(k)) for k in fields})
-        yield buf.getvalue()
+    return csv_lines(lines, EXPORT_FIELDS + (REVEAL_FIELDS if reveal else ()) + LABEL_FIELDS)
 
 
 # -- import ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from judge.cli import _register, app
 from judge.config import JudgeConfig
+from judge.export import to_jsonl
 from judge.queue import (
     QueueError,
     QueueOptions,
@@ -22,7 +23,7 @@ from judge.queue import (
     queue_items,
     sample_size,
 )
-from judge.queue_io import export_lines, import_labels, to_csv, to_jsonl
+from judge.queue_io import export_lines, import_labels, to_csv
 from judge.review import ReviewError, current_reviews
 from judge.runner import run_batch
 from judge.store import Store

@@ -174,7 +174,8 @@ def export_cmd(
     """Export the queue for labelling in another tool: claim_id, answer_id, claim, reasons,
     priority, stratum, stratum_size, sample_size, weight, the answer and its sources. Blind
     unless --reveal. CSV files get empty label, subtype and note columns to fill in."""
-    from judge.queue_io import export_lines, to_csv, to_jsonl
+    from judge.export import to_jsonl
+    from judge.queue_io import export_lines, to_csv
 
     if fmt not in ("jsonl", "csv"):
         fail("--format must be jsonl or csv")
