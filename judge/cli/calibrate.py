@@ -234,14 +234,19 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
         for note in w.design.notes:
             out.print(f"[dim]{escape(note)}[/]")
     if r.per_dataset:
-        ds = Table("dataset", "n", "accuracy", "bal. acc.", "kappa", "lenient", "strict",
-                   "queue recall", "queue load", "judge errors", title="Per dataset",
-                   title_justify="left")
+        ds = Table("dataset", "n", "acc.", "bal.", "κ", "len.", "str.", "recall", "load",
+                   "err.", title="Per dataset (lenient, strict, queue recall and load; "
+                                 "intervals in --json / --html)", title_justify="left")
+        ds.columns[0].no_wrap = True
+
+        def p0(x: float) -> str:
+            return "—" if not math.isfinite(x) else f"{100 * x:.0f}%"
+
         for name, f in r.per_dataset.items():
-            ds.add_row(name, str(f.n), _pct(f.accuracy.value), _pct(f.balanced_accuracy.value),
-                       _num(f.kappa.value), _pct(f.lenient_rate.value),
-                       _pct(f.strict_rate.value), _pct(f.queue_recall.value),
-                       _pct(f.queue_load.value), str(f.judge_errors))
+            ds.add_row(name, str(f.n), p0(f.accuracy.value), p0(f.balanced_accuracy.value),
+                       _num(f.kappa.value, 2), p0(f.lenient_rate.value),
+                       p0(f.strict_rate.value), p0(f.queue_recall.value),
+                       p0(f.queue_load.value), str(f.judge_errors))
         out.print(ds)
     if r.human_agreement is not None:
         h = r.human_agreement
