@@ -78,9 +78,17 @@ class JudgeConfig(BaseModel):
         "max_tokens",
         "prompts",
         "schema_version",
+        "strategy",
+        "signals",
+        "support_overlap_min",
+        "opinion_overlap_max",
+        "numbers_overlap_min",
+        "review_strength_below",
         "verify_batch_size",
         "max_claims_per_answer",
     )
+    #: Settings that never change a verdict (left out of the judge version).
+    OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:

@@ -61,6 +61,15 @@ def test_judge_version_changes_with_any_determinant(tmp_path: Path) -> None:
     assert judge_version(base.model_copy(update={"model": "fake/b"}), hashes) != v
     assert judge_version(base, {**hashes, "verify_claims/v1": "cc"}) != v
     assert judge_version(base.model_copy(update={"concurrency": 8}), hashes) == v
+    assert judge_version(base.model_copy(update={"strategy": "per_claim"}), hashes) != v
+    assert judge_version(base.model_copy(update={"signals": True}), hashes) != v
+    assert judge_version(base.model_copy(update={"support_overlap_min": 0.4}), hashes) != v
+
+
+def test_every_config_field_is_either_versioned_or_operational() -> None:
+    fields = set(JudgeConfig.model_fields)
+    assert fields == set(JudgeConfig.VERSIONED) | set(JudgeConfig.OPERATIONAL)
+    assert not set(JudgeConfig.VERSIONED) & set(JudgeConfig.OPERATIONAL)
 
 
 def test_missing_template_is_a_clear_error() -> None:
