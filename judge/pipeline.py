@@ -17,11 +17,13 @@ from judge.citations import segment_answer
 from judge.config import JudgeConfig, judge_version
 from judge.excerpts import locate_excerpts
 from judge.models.client import CallFailed, ModelClient
-from judge.prompts import prompts_dir, render, template_hash
+from judge.prompts import prompt_versions, prompts_dir, render, template_hash
 from judge.records import AnswerRecord, Citation, content_hash
 from judge.schemas import ClaimJudgement, ClaimLabel, SplitOutput, VerifyOutput
+from judge.scores import OPTIONS, combine, decide, describe
 from judge.selfgrade import self_grading_reason
 from judge.signals import apply_signals
+from judge.text import has_cjk
 from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, Label, Verdict
 
 MAX_EVIDENCE, MAX_QUOTE, MAX_RATIONALE = 3, 1000, 600
@@ -70,9 +72,12 @@ class Pipeline:
         self.root = root or prompts_dir()
         self.templates = {
             f"{name}/{version}": template_hash(name, version, self.root)
-            for name, version in sorted(config.prompts.items())
+            for name, spec in sorted(config.prompts.items())
+            for version in prompt_versions(spec)
         }
-        verify_prompt = "label_claim" if config.strategy == "per_claim" else "verify_claims"
+        verify_prompt = {"per_claim": "label_claim", "scores": "choose_label"}.get(
+            config.strategy, "verify_claims"
+        )
         for required in ("split_claims", verify_prompt):
             if required not in config.prompts:
                 raise ValueError(f"judge config names no version for prompt {required!r}")
@@ -181,12 +186,9 @@ class Pipeline:
     async def _verify(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None, split_call: str | None
     ) -> list[Verdict]:
-        if self.config.strategy == "per_claim":
-            return list(
-                await asyncio.gather(
-                    *(self._label_one(record, c, run_id, split_call) for c in claims)
-                )
-            )
+        if self.config.strategy in ("per_claim", "scores"):
+            one = self._score_one if self.config.strategy == "scores" else self._label_one
+            return list(await asyncio.gather(*(one(record, c, run_id, split_call) for c in claims)))
         size = self.config.verify_batch_size
         batches = [claims[i : i + size] for i in range(0, len(claims), size)]
         results = await asyncio.gather(*(self._verify_batch(record, b, run_id) for b in batches))
@@ -222,6 +224,40 @@ class Pipeline:
             rationale="label by the model on program-located excerpts",
         )
         return self._verdict(record, claim, judgement, None, [*calls, call], located=located)
+
+    async def _score_one(
+        self, record: AnswerRecord, claim: Claim, run_id: str | None, split_call: str | None
+    ) -> Verdict:
+        located = locate_excerpts(claim.text, record)
+        calls = [split_call] if split_call else []
+        answers = []
+        for version in prompt_versions(self.config.prompts["choose_label"]):
+            prompt = render(
+                "choose_label",
+                version,
+                self.root,
+                claim=claim.text,
+                excerpts=[{"source_id": e.source_id, "text": e.quote} for e in located],
+                zh=has_cjk(claim.text),
+            )
+            try:
+                logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)
+            except CallFailed as exc:
+                error = f"score failed ({version}): {exc}"
+                return self._verdict(record, claim, None, error, [*calls, exc.call_id])
+            calls.append(call)
+            answers.append(logprobs)
+        label, probs = decide(combine(answers), self.config.label_bias)
+        judgement = ClaimJudgement(
+            claim=1,
+            label=label,  # type: ignore[arg-type]
+            subtype=None if label == "supported" else "opinion",
+            rationale=f"scores on program-located excerpts: {describe(probs)}",
+        )
+        return self._verdict(
+            record, claim, judgement, None, calls, located=located,
+            support=probs[Label.SUPPORTED.value],
+        )
 
     async def _verify_batch(
         self, record: AnswerRecord, batch: list[Claim], run_id: str | None
@@ -264,6 +300,7 @@ class Pipeline:
         error: str | None,
         call_ids: list[str],
         located: list[Evidence] | None = None,
+        support: float | None = None,
     ) -> Verdict:
         checks: list[Check] = checks_mod.run_claim_checks(claim.text, claim.citations, record)
         reasons: list[str] = []
@@ -306,6 +343,12 @@ class Pipeline:
         strength = checks_mod.strength(claim.text, evidence, checks, record)
         if label == Label.SUPPORTED and strength < self.config.review_strength_below:
             reasons.append("weak_evidence")
+        if (
+            label == Label.SUPPORTED
+            and support is not None
+            and support < self.config.review_support_below
+        ):
+            reasons.append("doubtful_support")
         return Verdict(
             claim_id=claim.id,
             answer_id=claim.answer_id,

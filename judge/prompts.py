@@ -72,6 +72,12 @@ def _cached_env(root: str) -> ImmutableSandboxedEnvironment:
     return _environment(Path(root))
 
 
+def prompt_versions(spec: str) -> list[str]:
+    """``"v1"`` → ``["v1"]``; ``"v1+v2"`` → ``["v1", "v2"]`` (several pinned versions of one
+    prompt that vote; only the ``scores`` strategy's ``choose_label`` accepts more than one)."""
+    return [part.strip() for part in spec.split("+")]
+
+
 def template_path(name: str, version: str, root: Path | None = None) -> Path:
     return (root or prompts_dir()) / name / f"{version}.j2"
 

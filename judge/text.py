@@ -47,6 +47,11 @@ def is_cjk(ch: str) -> bool:
     return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
 
 
+def has_cjk(text: str) -> bool:
+    """True when the text contains any CJK ideograph or kana (the Chinese prompt applies)."""
+    return any(is_cjk(ch) for ch in text)
+
+
 @lru_cache(maxsize=8192)
 def _fold(cluster: str) -> str:
     """NFKC + punctuation unification + casefold of one base character with its marks."""

@@ -12,6 +12,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import json  # noqa: E402
+import math  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -20,7 +21,14 @@ from typing import Any  # noqa: E402
 
 import litellm  # noqa: E402
 from litellm import CustomLLM, ModelResponse  # noqa: E402
-from litellm.types.utils import Choices, Message, Usage  # noqa: E402
+from litellm.types.utils import (  # noqa: E402
+    ChatCompletionTokenLogprob,
+    ChoiceLogprobs,
+    Choices,
+    Message,
+    TopLogprob,
+    Usage,
+)
 
 
 @dataclass
@@ -28,6 +36,22 @@ class Reply:
     content: str
     finish_reason: str = "stop"
     model: str | None = None
+    #: top log-probabilities of the first token (choice calls); None: the provider
+    #: reports none
+    top_logprobs: dict[str, float] | None = None
+
+
+#: The schema name a responder sees for a choice call (logprobs, one token, no schema).
+CHOICE = "choice"
+
+
+def choice_reply(letter: str, confidence: float = 0.9) -> Reply:
+    """A one-letter answer whose top log-probabilities favour ``letter``; the rest of the
+    probability is spread over the other option letters."""
+    others = [x for x in "ABCD" if x != letter]
+    rest = (1.0 - confidence) / len(others)
+    top = {letter: math.log(confidence), **{x: math.log(rest) for x in others}}
+    return Reply(letter, top_logprobs=top)
 
 
 Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
@@ -55,6 +79,10 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
         ]
         return json.dumps({"claims": claims}, ensure_ascii=False)
     frames = _frames(user)
+    if schema == CHOICE:
+        claim = frames[-1].strip() if frames else ""
+        supported = any(claim and claim in body for body in frames[:-1])
+        return choice_reply("A" if supported else "C")
     if schema == "ClaimLabel":
         claim = frames[-1].strip() if frames else ""
         supported = any(claim and claim in body for body in frames[:-1])
@@ -86,6 +114,8 @@ class FakeLLM(CustomLLM):
 
     def _reply(self, model: str, messages: list, optional_params: dict) -> ModelResponse:
         schema = schema_name(optional_params)
+        if optional_params.get("logprobs") and not optional_params.get("response_format"):
+            schema = CHOICE
         self.calls.append({"model": model, "messages": messages, "schema": schema,
                            "params": dict(optional_params)})
         if self.latency_s:
@@ -94,10 +124,19 @@ class FakeLLM(CustomLLM):
         if isinstance(out, Exception):
             raise out
         reply = out if isinstance(out, Reply) else Reply(out)
+        logprobs = None
+        if reply.top_logprobs is not None:
+            top = [TopLogprob(token=t, logprob=v, bytes=None)
+                   for t, v in sorted(reply.top_logprobs.items(), key=lambda kv: -kv[1])]
+            first = ChatCompletionTokenLogprob(
+                token=reply.content, logprob=reply.top_logprobs.get(reply.content, -50.0),
+                bytes=None, top_logprobs=top)
+            logprobs = ChoiceLogprobs(content=[first])
         return ModelResponse(
             model=reply.model or model,
             choices=[Choices(index=0, finish_reason=reply.finish_reason,
-                             message=Message(role="assistant", content=reply.content))],
+                             message=Message(role="assistant", content=reply.content),
+                             logprobs=logprobs)],
             usage=Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
                         completion_tokens=len(reply.content) // 4,
                         total_tokens=0),

@@ -36,7 +36,8 @@ def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
     rows = list(store.verdict_rows())
     assert all(r["label"] in (*LABELS, JUDGE_ERROR) for r in rows)
     calls = list(store.db["calls"].rows)
-    second_step = "label" if JudgeConfig.load().strategy == "per_claim" else "verify"
+    second_step = {"per_claim": "label", "scores": "score"}.get(JudgeConfig.load().strategy,
+                                                                 "verify")
     assert {c["purpose"] for c in calls} == {"split", second_step}
     assert all(c["model_sent"] == DEFAULT_MODEL for c in calls)
     assert all(c["raw_output"] for c in calls if c["error"] is None)

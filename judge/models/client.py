@@ -17,6 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import math  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any, TypeVar  # noqa: E402
@@ -40,6 +41,63 @@ _TRANSIENT = (
     "InternalServerError",
     "APITimeoutError",
 )
+
+
+#: How many alternatives a choice call asks for (OpenAI's maximum).
+CHOICE_TOP_LOGPROBS = 20
+#: A choice answer must put at least this much probability on the option letters.
+CHOICE_MIN_MASS = 0.5
+
+
+def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
+    """Log-probabilities of the option letters in the first generated token's top
+    alternatives (leading spaces ignored; the best spelling of a letter counts). A letter
+    missing from the top list gets the smallest listed log-probability (an upper bound)."""
+    choices = getattr(response, "choices", None) or []
+    logprobs = getattr(choices[0], "logprobs", None) if choices else None
+    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    if isinstance(logprobs, dict):
+        content = logprobs.get("content")
+    if not content:
+        raise ValueError(
+            "the provider returned no log-probabilities; the 'scores' strategy needs a model "
+            "that reports top_logprobs (use strategy 'batch' or 'per_claim' otherwise)"
+        )
+    first = content[0]
+    top = first.get("top_logprobs") if isinstance(first, dict) else first.top_logprobs
+    seen: dict[str, float] = {}
+    for alt in top or []:
+        token = alt.get("token") if isinstance(alt, dict) else alt.token
+        value = alt.get("logprob") if isinstance(alt, dict) else alt.logprob
+        key = (token or "").strip().upper()
+        if key in options and value is not None:
+            seen[key] = max(seen.get(key, -math.inf), float(value))
+    if not seen:
+        raise ValueError(f"the model answered none of the options {sorted(options)}")
+    floor = min(
+        float(alt.get("logprob") if isinstance(alt, dict) else alt.logprob) for alt in top
+    )
+    mass = sum(math.exp(v) for v in seen.values())
+    if mass < CHOICE_MIN_MASS:
+        raise ValueError(
+            f"the model put only {mass:.2f} of its probability on the option letters"
+        )
+    return {value: round(seen.get(letter, floor), 6) for letter, value in options.items()}
+
+
+def _stored_scores(
+    stored: dict[str, Any] | None, options: dict[str, str]
+) -> dict[str, float] | None:
+    if not stored or stored["error"] is not None or not stored.get("parsed"):
+        return None
+    parsed = stored["parsed"]
+    try:
+        scores = (json.loads(parsed) if isinstance(parsed, str) else parsed).get("logprobs")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(scores, dict) or set(scores) != set(options.values()):
+        return None
+    return {k: float(v) for k, v in scores.items()}
 
 
 class CallFailed(RuntimeError):
@@ -109,18 +167,45 @@ class ModelClient:
         }
 
     def call_id(self, prompt: RenderedPrompt, schema: dict[str, Any]) -> str:
+        return self._call_id(prompt, schema, self.params())
+
+    def _call_id(
+        self, prompt: RenderedPrompt, schema: dict[str, Any], params: dict[str, Any]
+    ) -> str:
         return (
             "call-"
             + content_hash(
                 {
                     "model": self.config.model,
                     "messages": prompt.messages,
-                    "params": self.params(),
+                    "params": params,
                     "schema": schema,
                     "schema_version": self.config.schema_version,
                 }
             )[:24]
         )
+
+    def _row(
+        self,
+        prompt: RenderedPrompt,
+        schema: dict[str, Any],
+        call_id: str,
+        purpose: str,
+        run_id: str | None,
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
+        return {
+            "id": call_id,
+            "purpose": purpose,
+            "template": prompt.name,
+            "template_version": prompt.version,
+            "template_sha256": prompt.sha256,
+            "model_sent": self.config.model,
+            "params": params,
+            "messages": prompt.messages,
+            "response_schema": schema,
+            "run_id": run_id,
+        }
 
     async def structured(
         self, prompt: RenderedPrompt, response_model: type[T], purpose: str, run_id: str | None
@@ -162,18 +247,7 @@ class ModelClient:
         client.on(
             "parse:error", lambda err, **_: attempts.append({"parse_error": _root_message(err)})
         )
-        row: dict[str, Any] = {
-            "id": call_id,
-            "purpose": purpose,
-            "template": prompt.name,
-            "template_version": prompt.version,
-            "template_sha256": prompt.sha256,
-            "model_sent": self.config.model,
-            "params": self.params(),
-            "messages": prompt.messages,
-            "response_schema": schema,
-            "run_id": run_id,
-        }
+        row = self._row(prompt, schema, call_id, purpose, run_id, self.params())
         started = time.perf_counter()
         parsed: T | None = None
         error: str | None = None
@@ -219,6 +293,93 @@ class ModelClient:
         if parsed is None:
             raise CallFailed(error or "no output", call_id)
         return parsed, call_id
+
+    # -- choice calls: one forward pass, the option letters' log-probabilities -------------
+
+    def choice_params(self) -> dict[str, Any]:
+        return {
+            "temperature": self.config.temperature,
+            "seed": self.config.seed,
+            "max_tokens": 1,
+            "logprobs": True,
+            "top_logprobs": CHOICE_TOP_LOGPROBS,
+        }
+
+    async def choice(
+        self, prompt: RenderedPrompt, options: dict[str, str], purpose: str, run_id: str | None
+    ) -> tuple[dict[str, float], str]:
+        """Ask for one option letter and return (option value → log-probability, call id).
+
+        ``options`` maps letters to values (``{"A": "supported", ...}``). The model writes
+        one token; its top log-probabilities are the scores, so the program (not the
+        model's argmax) decides. A provider without log-probabilities, or an answer that
+        puts almost no probability on the letters, fails closed (``CallFailed``)."""
+        schema = {"choice": options, "top_logprobs": CHOICE_TOP_LOGPROBS}
+        call_id = self._call_id(prompt, schema, self.choice_params())
+        stored = self.store.get_call(call_id) if self.store else None
+        scores = _stored_scores(stored, options)
+        if scores is not None:
+            self.stats.cached += 1
+            return scores, call_id
+        if self.replay:
+            if stored and stored["error"]:
+                raise CallFailed(stored["error"], call_id)
+            raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
+        async with self._semaphore:
+            return await self._choice_call(prompt, options, schema, call_id, purpose, run_id)
+
+    async def _choice_call(
+        self,
+        prompt: RenderedPrompt,
+        options: dict[str, str],
+        schema: dict[str, Any],
+        call_id: str,
+        purpose: str,
+        run_id: str | None,
+    ) -> tuple[dict[str, float], str]:
+        import litellm
+
+        litellm.suppress_debug_info = True
+        row = self._row(prompt, schema, call_id, purpose, run_id, self.choice_params())
+        started = time.perf_counter()
+        response, error, scores = None, None, None
+        for network_try in range(self.config.retries + 1):
+            try:
+                response = await litellm.acompletion(
+                    model=self.config.model,
+                    messages=prompt.messages,
+                    timeout=self.config.timeout_s,
+                    **self.choice_params(),
+                )
+                error = None
+                break
+            except Exception as exc:  # fail closed: every failure is recorded
+                error = _root_message(exc)
+                if _is_transient(exc) and network_try < self.config.retries:
+                    await asyncio.sleep(min(30.0, 2.0 * 2**network_try))
+                    continue
+                break
+        row.update(self._describe(response))
+        if response is not None:
+            try:
+                scores = option_logprobs(response, options)
+            except ValueError as exc:
+                error = str(exc)
+        row.update(
+            {
+                "parsed": {"logprobs": scores} if scores is not None else None,
+                "error": error,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+                "attempts": 1,
+                "created_at": now(),
+            }
+        )
+        self._account(row, ok=scores is not None)
+        if self.store:
+            self.store.save_call(row)
+        if scores is None:
+            raise CallFailed(error or "no output", call_id)
+        return scores, call_id
 
     def _describe(self, response: Any) -> dict[str, Any]:
         if response is None:

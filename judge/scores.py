@@ -1,0 +1,78 @@
+"""Label scores for the ``scores`` strategy, and the decision rule over them.
+
+A small model's generated label is biased (it says "supported" to almost everything), but
+the probabilities it gives each option still order claims well. So the model is asked one
+multiple-choice question per claim (prompt ``choose_label``) and writes a single letter;
+the program reads the four letters' log-probabilities, adds a per-label bias (part of the
+judge version, fitted on the tuning split of the external dev sets only: see
+``gold/tune_scores.py``) and takes the best. The adjusted probability of ``supported``
+also drives the review queue (``review_support_below``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from judge.verdicts import Label
+
+#: Option letters of the ``choose_label`` prompt, in the order the prompt lists them.
+OPTIONS: dict[str, str] = {
+    "A": Label.SUPPORTED.value,
+    "B": Label.CONTRADICTED.value,
+    "C": Label.NOT_IN_SOURCE.value,
+    "D": Label.NOT_VERIFIABLE.value,
+}
+
+#: Exact ties resolve to the earliest of these.
+TIE_ORDER: tuple[str, ...] = (
+    Label.CONTRADICTED.value,
+    Label.NOT_IN_SOURCE.value,
+    Label.NOT_VERIFIABLE.value,
+    Label.SUPPORTED.value,
+)
+
+SHORT = {
+    Label.SUPPORTED.value: "S",
+    Label.CONTRADICTED.value: "C",
+    Label.NOT_IN_SOURCE.value: "NIS",
+    Label.NOT_VERIFIABLE.value: "NV",
+}
+
+
+def softmax(logits: Mapping[str, float]) -> dict[str, float]:
+    top = max(logits.values())
+    weights = {k: math.exp(v - top) for k, v in logits.items()}
+    total = sum(weights.values())
+    return {k: w / total for k, w in weights.items()}
+
+
+def combine(answers: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Several pinned prompts voting: each answer's log-probabilities are normalised over
+    the options, then summed (a product of the prompts' distributions)."""
+    if not answers:
+        raise ValueError("no answers to combine")
+    total = {label: 0.0 for label in OPTIONS.values()}
+    for logprobs in answers:
+        top = max(logprobs[label] for label in total)
+        norm = top + math.log(sum(math.exp(logprobs[label] - top) for label in total))
+        for label in total:
+            total[label] += logprobs[label] - norm
+    return total
+
+
+def decide(
+    logprobs: Mapping[str, float], bias: Mapping[str, float]
+) -> tuple[str, dict[str, float]]:
+    """(label, adjusted probabilities): argmax of log-probability + bias. An exact tie
+    never resolves to ``supported`` (fail closed): it goes to the first other label in
+    ``TIE_ORDER``."""
+    adjusted = {label: logprobs[label] + bias.get(label, 0.0) for label in OPTIONS.values()}
+    probs = softmax(adjusted)
+    label = max(TIE_ORDER, key=lambda name: (probs[name], -TIE_ORDER.index(name)))
+    return label, probs
+
+
+def describe(probs: Mapping[str, float]) -> str:
+    """``S 0.41, C 0.22, NIS 0.20, NV 0.17``"""
+    return ", ".join(f"{SHORT[k]} {probs[k]:.2f}" for k in OPTIONS.values() if k in probs)
