@@ -8,7 +8,10 @@ verdict's rationale with the model's original label:
    overlap with the evidence → ``not_verifiable``;
 2. numbers, dates or versions of the claim missing from evidence that otherwise covers the
    claim → ``contradicted`` (subtype ``numeric_or_version_error`` follows);
-3. "supported" while the evidence shares too few of the claim's words → ``not_in_source``.
+3. "supported" while the evidence shares too few of the claim's words → ``not_in_source``;
+4. "contradicted" while the evidence shares too few of the claim's words → ``not_in_source``:
+   evidence can only make a claim false when it is about the same thing (off by default;
+   ``contradiction_overlap_min``).
 
 Thresholds live in the judge config (part of the judge version); they were chosen on the
 tuning split of the external dev sets only.
@@ -71,6 +74,11 @@ def apply_signals(
                 f"{was}; the evidence covers the claim (overlap {overlap:.2f}) but not its "
                 f"numbers/dates/versions ({missing})"
             )
+    if label == Label.CONTRADICTED and overlap < config.contradiction_overlap_min:
+        return Label.NOT_IN_SOURCE.value, (
+            f"{was}; the evidence is not about the claim's subject (overlap {overlap:.2f} < "
+            f"{config.contradiction_overlap_min}), so it cannot contradict it"
+        )
     if label == Label.SUPPORTED and overlap < config.support_overlap_min:
         return Label.NOT_IN_SOURCE.value, (
             f"{was}; the evidence shares too few of the claim's words (overlap {overlap:.2f} < "

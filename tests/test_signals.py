@@ -36,3 +36,14 @@ def test_embedded_profile_applies_only_without_an_explicit_strategy_or_other_mod
     assert JudgeConfig.load().model == DEFAULT_MODEL and JudgeConfig.load().signals
     assert JudgeConfig.load(model="openai/gpt-4.1").strategy == "batch"
     assert JudgeConfig.load(strategy="batch").signals is False
+
+
+def test_contradiction_needs_evidence_about_the_same_subject() -> None:
+    cfg = CFG.model_copy(update={"contradiction_overlap_min": 0.3})
+    off_topic = "The Eiffel Tower opened in 1889."
+    label, note = apply_signals(off_topic, "contradicted", EV, REC, cfg)
+    assert label == "not_in_source" and note and "cannot contradict" in note
+    # on-topic contradictions stay, and the rule is off unless configured
+    on_topic = "Python 3.11 removed the tomllib module from the standard library."
+    assert apply_signals(on_topic, "contradicted", EV, REC, cfg) == ("contradicted", None)
+    assert apply_signals(off_topic, "contradicted", EV, REC, CFG)[0] == "contradicted"
