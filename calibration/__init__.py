@@ -27,6 +27,7 @@ from calibration.report import (
     HumanLabel,
     build_calibration_report,
     human_agreement,
+    projected_load,
 )
 from calibration.results import Estimate, SignificanceResult
 from calibration.thresholds import ThresholdViolation, check_thresholds
@@ -40,6 +41,7 @@ from calibration.weighting import (
 )
 
 __all__ = [
+    "projected_load",
     "JUDGE_ERROR",
     "JUDGE_LABELS",
     "LABELS",

@@ -24,6 +24,14 @@ SUPPORTED = "supported"
 UNSPECIFIED = "(unspecified)"
 
 
+def one_of(value: str, allowed: Sequence[str], field: str) -> str:
+    """``value`` if it is in ``allowed``; otherwise ``ValueError`` naming the field and the
+    allowed values (used by the pydantic validators of gold items and calibration inputs)."""
+    if value not in allowed:
+        raise ValueError(f"{field} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
 def check_labels(values: Sequence[str], allowed: Sequence[str], what: str) -> None:
     """Raise ``ValueError`` naming the first value (and its position) not in ``allowed``.
 

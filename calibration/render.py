@@ -129,6 +129,7 @@ _MACROS = """
 {{ row("strict rate (wasted review)", f.strict_rate) }}
 {{ row("queue recall (gold non-supported sent to people)", f.queue_recall) }}
 {{ row("queue load (all claims sent to people)", f.queue_load) }}
+{{ row("queue false alarms (gold-supported sent to people)", f.queue_false_alarm) }}
 {{ row("accuracy", f.accuracy) }}
 {{ row("balanced accuracy", f.balanced_accuracy) }}
 {{ row("Cohen's kappa (judge vs gold)", f.kappa, "num", -1.0, 1.0) }}
@@ -161,7 +162,7 @@ _CALIBRATION = """{% import "macros" as m with context %}<!doctype html>
 <title>Calibration report: {{ r.judge_version }}</title><style>{{ css }}</style></head>
 <body>
 <h1>Calibration report: judge {{ r.judge_version }}</h1>
-<p>{{ r.n }} claims with gold labels; {{ r.refused }} refused by annotators;
+<p>{{ r.n }} claims with gold labels; {{ r.declined }} declined by annotators;
 judge errors: {{ r.judge_errors }} (counted as not supported: they go to review).
 Intervals: Wilson for proportions, seeded percentile bootstrap
 (seed {{ r.bootstrap_seed }}, {{ r.bootstrap_resamples }} resamples) for kappa and balanced

@@ -27,6 +27,7 @@ from calibration.labels import (
     LABELS,
     SUPPORTED,
     UNSPECIFIED,
+    one_of,
 )
 from calibration.results import Estimate, ResultModel
 from calibration.stats import (
@@ -73,16 +74,12 @@ class CalibrationItem(BaseModel):
     @field_validator("gold_label")
     @classmethod
     def _gold_is_a_label(cls, value: str) -> str:
-        if value not in LABELS:
-            raise ValueError(f"gold_label {value!r} is not one of {LABELS}")
-        return value
+        return one_of(value, LABELS, "gold_label")
 
     @field_validator("judge_label")
     @classmethod
     def _judge_is_a_label(cls, value: str) -> str:
-        if value not in JUDGE_LABELS:
-            raise ValueError(f"judge_label {value!r} is not one of {JUDGE_LABELS}")
-        return value
+        return one_of(value, JUDGE_LABELS, "judge_label")
 
     @field_validator("weight")
     @classmethod
@@ -102,9 +99,7 @@ class HumanLabel(BaseModel):
     @field_validator("label")
     @classmethod
     def _is_a_label(cls, value: str) -> str:
-        if value not in LABELS:
-            raise ValueError(f"label {value!r} is not one of {LABELS}")
-        return value
+        return one_of(value, LABELS, "label")
 
 
 # --------------------------------------------------------------------------- output
@@ -117,7 +112,10 @@ class Figures(ResultModel):
     ``per_subtype`` is the lenient rate per gold subtype; ``subtype_agreement`` the share of
     claims where gold and judge both give a subtype and they are the same. ``queue_recall``:
     of gold non-supported claims, the share the queue sends to people; ``queue_load``: the
-    share of all claims it sends.
+    share of all claims it sends; ``queue_false_alarm``: of gold-supported claims, the share
+    it sends (review spent on claims that were fine). Recall and false-alarm rate do not
+    depend on the label mix, so the load at any hallucination rate ``p`` follows:
+    ``p * queue_recall + (1 - p) * queue_false_alarm`` (:func:`projected_load`).
     """
 
     n: int
@@ -133,6 +131,7 @@ class Figures(ResultModel):
     subtype_agreement: Estimate
     queue_recall: Estimate
     queue_load: Estimate
+    queue_false_alarm: Estimate
     judge_errors: int
     judge_errors_by_gold_label: dict[str, int]
 
@@ -192,11 +191,11 @@ class CalibrationReport(Figures):
 
     ``weighted`` is ``None`` when every weight is 1 and no stratum sizes were given.
     ``per_dataset`` is empty unless the items come from more than one dataset.
-    ``refused`` counts claims annotators declined to label (not in any other figure).
+    ``declined`` counts claims annotators declined to label (not in any other figure).
     """
 
     judge_version: str
-    refused: int
+    declined: int
     weighted: WeightedFigures | None
     per_dataset: dict[str, Figures]
     human_agreement: HumanAgreement | None
@@ -249,9 +248,21 @@ def _figures(
             sum(i.in_queue for i in not_supported), len(not_supported), confidence
         ),
         queue_load=wilson_interval(sum(i.in_queue for i in items), len(items), confidence),
+        queue_false_alarm=wilson_interval(
+            sum(i.in_queue for i in items if i.gold_label == SUPPORTED),
+            sum(i.gold_label == SUPPORTED for i in items), confidence,
+        ),
         judge_errors=direction.judge_errors,
         judge_errors_by_gold_label=direction.judge_errors_by_gold_label,
     )
+
+
+def projected_load(queue_recall: float, queue_false_alarm: float, rejected_share: float) -> float:
+    """Share of all claims the queue would send to people where ``rejected_share`` of the
+    claims are gold non-supported (recall and false-alarm rate held as measured)."""
+    if not 0.0 <= rejected_share <= 1.0:
+        raise ValueError("rejected_share must be between 0 and 1")
+    return rejected_share * queue_recall + (1.0 - rejected_share) * queue_false_alarm
 
 
 def figures(
@@ -299,7 +310,7 @@ def build_calibration_report(
     items: Sequence[CalibrationItem],
     *,
     judge_version: str,
-    refused: int = 0,
+    declined: int = 0,
     population: Mapping[str, int] | None = None,
     human_labels: Sequence[HumanLabel] | None = None,
     seed: int = DEFAULT_SEED,
@@ -308,7 +319,7 @@ def build_calibration_report(
 ) -> CalibrationReport:
     """Build the calibration report of one judge version.
 
-    ``items``: one per gold-labelled claim (claim ids must be unique). ``refused``: claims
+    ``items``: one per gold-labelled claim (claim ids must be unique). ``declined``: claims
     annotators declined to label. ``population``: stratum name → number of claims in the
     stratum, to declare strata sizes and strata that were not sampled at all.
     ``human_labels``: per-annotator labels, for the separate human-agreement section.
@@ -319,8 +330,8 @@ def build_calibration_report(
         if item.claim_id in seen:
             raise ValueError(f"claim {item.claim_id!r} appears twice")
         seen.add(item.claim_id)
-    if refused < 0:
-        raise ValueError("refused must be non-negative")
+    if declined < 0:
+        raise ValueError("declined must be non-negative")
     notes: list[str] = []
     silent_errors = sum(1 for i in items if i.judge_label == JUDGE_ERROR and not i.in_queue)
     if silent_errors:
@@ -347,7 +358,7 @@ def build_calibration_report(
     return CalibrationReport(
         **_figures(items, seed, n_resamples, confidence),
         judge_version=judge_version,
-        refused=refused,
+        declined=declined,
         weighted=weighted,
         per_dataset=per_dataset,
         human_agreement=agreement,

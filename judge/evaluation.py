@@ -590,11 +590,11 @@ def pick_version(
 
 
 def resolve_version(store: Store, ref: str) -> str:
-    """A judge version id, or a unique prefix of one."""
+    """A judge version id, or a unique prefix of one or of its hash (the part after ``@``)."""
     ids = [r["id"] for r in store.judge_versions()]
     if ref in ids:
         return ref
-    hits = [i for i in ids if i.startswith(ref)]
+    hits = [i for i in ids if i.startswith(ref) or i.partition("@")[2].startswith(ref)]
     if len(hits) == 1:
         return hits[0]
     known = ", ".join(ids) or "none"
@@ -641,6 +641,7 @@ def flatten_figures(f: Figures) -> dict[str, Any]:
         "subtype_agreement": _est(f.subtype_agreement),
         "queue_recall": _value(f.queue_recall), "queue_recall_ci": _ci(f.queue_recall),
         "queue_load": _value(f.queue_load), "queue_load_ci": _ci(f.queue_load),
+        "queue_false_alarm": _est(f.queue_false_alarm),
         "judge_errors": f.judge_errors,
         "judge_errors_by_gold_label": d["judge_errors_by_gold_label"],
     }
@@ -879,6 +880,7 @@ def quality_table(data: dict[str, Any]) -> str:
     for name, figures in sorted((data.get("per_dataset") or {}).items()):
         lines.append(_row(name, figures))
     lines.append(_row("**all**", data))
+    lines += ["", *recall_table(data), "", *queue_projection(data)]
     lines += [
         "",
         f"Validity gate (zero tolerance, apart from the rates): "
@@ -898,6 +900,53 @@ def quality_table(data: dict[str, Any]) -> str:
             "cores)."
         )
     return "\n".join(lines)
+
+
+RECALL_LABELS = ("supported", "contradicted", "not_in_source", "not_verifiable")
+
+
+def _recall_cell(figures: dict[str, Any], label: str) -> str:
+    metrics = (figures.get("per_label") or {}).get(label) or {}
+    if not metrics.get("support"):
+        return "–"
+    return f"{_with_ci(metrics['recall'], _pct)} (n={metrics['support']})"
+
+
+def recall_table(data: dict[str, Any]) -> list[str]:
+    """Recall per gold label (the share of each label's claims the judge labelled so),
+    per dataset and overall: a gain on one set that costs another stays visible."""
+    lines = [
+        "Recall per gold label (95% Wilson interval; n = gold claims with that label):",
+        "",
+        "| dataset | " + " | ".join(RECALL_LABELS) + " |",
+        "|---|" + "---:|" * len(RECALL_LABELS),
+    ]
+    rows = sorted((data.get("per_dataset") or {}).items()) + [("**all**", data)]
+    for name, figures in rows:
+        cells = " | ".join(_recall_cell(figures, label) for label in RECALL_LABELS)
+        lines.append(f"| {name} | {cells} |")
+    return lines
+
+
+def queue_projection(data: dict[str, Any]) -> list[str]:
+    """The queue's load at other hallucination rates: recall and false-alarm rate do not
+    depend on the label mix, the load does (a label-balanced set inflates it)."""
+    from calibration import projected_load
+
+    recall, alarm = data.get("queue_recall"), (data.get("queue_false_alarm") or {}).get("value")
+    if recall is None or alarm is None:
+        return []
+    confusion = data.get("confusion") or {}
+    total = sum(sum(row.values()) for row in confusion.values())
+    rejected = total - sum((confusion.get("supported") or {}).values())
+    shares = [("a", 0.10), ("a", 0.20)] + ([("this subset's", rejected / total)] if total else [])
+    cells = [f"{projected_load(recall, alarm, share):.0%} at {name} {share:.0%} share"
+             for name, share in shares]
+    return [
+        f"Review queue: recall {_pct(recall)}, false alarms {_pct(alarm)} of gold-supported "
+        "claims. The load depends on how many claims are non-supported (recall x share + "
+        "false alarms x the rest), so it is " + "; ".join(cells) + " of non-supported claims."
+    ]
 
 
 def update_readme(readme: Path, data: dict[str, Any]) -> None:

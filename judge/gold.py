@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from calibration.labels import one_of
 from judge.records import MAX_ANSWER_CHARS, MAX_LINE_BYTES, MAX_SOURCE_CHARS, iter_lines
 from judge.review import HUMAN_PREFIX, REVIEW_SUBTYPES, is_human
 from judge.verdicts import ALL_SUBTYPES, LABELS, Label
@@ -91,9 +92,7 @@ class PersonLabel(BaseModel):
     @field_validator("label")
     @classmethod
     def _label(cls, value: str) -> str:
-        if value not in LABELS:
-            raise ValueError(f"label {value!r} is not one of {', '.join(LABELS)}")
-        return value
+        return one_of(value, LABELS, "label")
 
 
 class Revision(BaseModel):
@@ -111,9 +110,7 @@ class Revision(BaseModel):
     @field_validator("original_label")
     @classmethod
     def _label(cls, value: str) -> str:
-        if value not in LABELS:
-            raise ValueError(f"original_label {value!r} is not one of {', '.join(LABELS)}")
-        return value
+        return one_of(value, LABELS, "original_label")
 
     @field_validator("reason")
     @classmethod
@@ -179,16 +176,12 @@ class GoldItem(BaseModel):
     @field_validator("label")
     @classmethod
     def _label(cls, value: str) -> str:
-        if value not in LABELS:
-            raise ValueError(f"label {value!r} is not one of {', '.join(LABELS)}")
-        return value
+        return one_of(value, LABELS, "label")
 
     @field_validator("subtype")
     @classmethod
     def _subtype(cls, value: str | None) -> str | None:
-        if value is not None and value not in GOLD_SUBTYPES:
-            raise ValueError(f"subtype {value!r} is not one of {', '.join(GOLD_SUBTYPES)}")
-        return value
+        return None if value is None else one_of(value, GOLD_SUBTYPES, "subtype")
 
     @field_validator("weight")
     @classmethod

@@ -342,6 +342,13 @@ def test_eval_gold_is_resumable_and_reports_per_dataset(
     assert "STALE-TABLE" not in text and text.endswith(f"{QUALITY_END}\nend\n")
     assert "| alpha | 3 |" in text and "| beta | 2 |" in text and "| **all** | 5 |" in text
     assert data["judge_version"] in text and "Cost per claim: 1.0 model calls" in text
+    # recall per gold label, per dataset and overall, and the queue at other label mixes
+    assert "| dataset | supported | contradicted | not_in_source | not_verifiable |" in text
+    all_row = next(line for line in text.splitlines()
+                   if line.startswith("| **all** |") and "(n=" in line)
+    assert all_row.count("(n=") == sum(
+        1 for m in data["per_label"].values() if m["support"])
+    assert "Review queue: recall" in text and "at a 20% share" in text
     update_readme(readme, data)
     assert readme.read_text() == text
 

@@ -20,6 +20,7 @@ from calibration import (
     error_direction,
     human_agreement,
     lenient_rate,
+    projected_load,
     render_calibration_html,
     strict_rate,
 )
@@ -92,8 +93,8 @@ def _items(**overrides) -> list[CalibrationItem]:
 
 
 def test_report_core_figures_by_hand():
-    r = build_calibration_report(_items(), judge_version="judge-v1", refused=2)
-    assert r.n == 8 and r.refused == 2 and r.judge_version == "judge-v1"
+    r = build_calibration_report(_items(), judge_version="judge-v1", declined=2)
+    assert r.n == 8 and r.declined == 2 and r.judge_version == "judge-v1"
     assert r.confusion[S] == {S: 2, C: 1, N: 0, V: 0, JUDGE_ERROR: 1}
     assert r.confusion[N][S] == 1 and r.confusion[N][N] == 1
     assert sum(sum(row.values()) for row in r.confusion.values()) == 8
@@ -109,6 +110,14 @@ def test_report_core_figures_by_hand():
     assert r.queue_recall.value == pytest.approx(0.75) and r.queue_recall.n == 4
     # queue load: 5 of 8 claims go to people
     assert r.queue_load.value == pytest.approx(5 / 8)
+    # false alarms: of the 4 gold-supported claims, the queue sends the other 2 of the 5
+    assert r.queue_false_alarm.value == pytest.approx(2 / 4) and r.queue_false_alarm.n == 4
+    # the load follows from recall and false alarms at any label mix (here: half rejected)
+    assert projected_load(r.queue_recall.value, r.queue_false_alarm.value, 0.5) == \
+        pytest.approx(r.queue_load.value)
+    assert projected_load(0.9, 0.1, 0.2) == pytest.approx(0.26)
+    with pytest.raises(ValueError):
+        projected_load(0.9, 0.1, 1.5)
     assert r.judge_errors == 1
     assert r.per_subtype["unsupported_addition"].value == pytest.approx(0.5)
     # subtype agreement: only c6 has gold and judge subtypes (both unsupported_addition)

@@ -142,6 +142,9 @@ def test_drift_fail_on_exit_code(two_versions: tuple[str, str, Path], store: Sto
     assert same.exit_code == 1
     missing = invoke("drift", "--db", str(store.path), "--from", a, "--to", "nope@123")
     assert missing.exit_code == 1 and "not in the store" in missing.output
+    by_hash = invoke("drift", "--db", str(store.path), "--from", a.split("@")[1][:8],
+                     "--to", b.split("@")[1], "--json")
+    assert by_hash.exit_code == 0, by_hash.output  # the short hash shown in reports works
 
 
 def test_drift_with_gold_side_by_side(

@@ -147,6 +147,7 @@ def _figures_table(f: Any, title: str) -> Table:
         ("strict rate (wasted review)", f.strict_rate, _pct),
         ("queue recall (gold non-supported sent to people)", f.queue_recall, _pct),
         ("queue load (all claims sent to people)", f.queue_load, _pct),
+        ("queue false alarms (gold-supported sent to people)", f.queue_false_alarm, _pct),
         ("accuracy", f.accuracy, _pct),
         ("balanced accuracy", f.balanced_accuracy, _pct),
         ("Cohen's kappa (judge vs gold)", f.kappa, _num),
