@@ -9,31 +9,43 @@ left out of the hash.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.records import content_hash
 
 #: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
 DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
 
+#: Prompts whose answers are option scores: several pinned versions may vote ("v1+v2").
+VOTING_PROMPTS = ("choose_label",)
+
+LABEL_NAMES = ("supported", "contradicted", "not_in_source", "not_verifiable")
+
 #: Version of the structured output schemas (judge.schemas). Bump on any schema change.
 SCHEMA_VERSION = "1"
 
 
-#: Settings the embedded default model runs with unless a config says otherwise: a small
-#: model labels one claim at a time on program-located excerpts, and deterministic signals
-#: correct its bias towards "supported" (issue 5; thresholds chosen on the tuning split).
-#: The library defaults (batch, no signals) suit strong models, whose paraphrases a
-#: lexical-overlap rule would wrongly punish.
+#: Settings the embedded default model runs with unless a config says otherwise (issue 5):
+#: the program locates evidence, the model answers one multiple-choice question per claim,
+#: the program decides from the option letters' log-probabilities (plus a per-label bias,
+#: fitted to zero here), deterministic signals correct what the scores miss, and doubtful
+#: "supported" verdicts go to review. Thresholds were fitted on the tuning split only
+#: (gold/tune_scores.py → gold/reports/tuning_scores_v1.json); v1 and v2 voting
+#: (``choose_label = "v1+v2"``) fitted better on the tuning split but measured no better on
+#: the check subset at 2.7 times the cost, so it is not the default. The library defaults (batch,
+#: no signals) suit strong models, whose paraphrases a lexical-overlap rule would punish.
 EMBEDDED_PROFILE: dict[str, Any] = {
-    "strategy": "per_claim",
+    "strategy": "scores",
     "signals": True,
-    "prompts": {"split_claims": "v1", "label_claim": "v1"},
+    "prompts": {"split_claims": "v1", "choose_label": "v1"},
+    "contradiction_overlap_min": 0.5,
+    "review_support_below": 0.35,
 }
 
 
@@ -53,16 +65,26 @@ class JudgeConfig(BaseModel):
     #: "batch": the model labels several claims per call against whole sources and quotes
     #: evidence. "per_claim": the program locates excerpts, the model gives one label per
     #: claim, the program derives subtype and evidence (made for small local models).
-    strategy: Literal["batch", "per_claim"] = "batch"
+    #: "scores": like per_claim, but the model answers a multiple-choice question with one
+    #: letter and the program decides from the letters' log-probabilities plus
+    #: ``label_bias`` (see judge.scores; needs a provider that reports top_logprobs).
+    strategy: Literal["batch", "per_claim", "scores"] = "batch"
     #: Deterministic signals may override the model's label (see judge.signals); the
     #: thresholds below were chosen on the tuning split only (gold/README.md).
     signals: bool = False
     support_overlap_min: float = Field(default=0.5, ge=0.0, le=1.0)
     opinion_overlap_max: float = Field(default=0.3, ge=0.0, le=1.0)
     numbers_overlap_min: float = Field(default=0.4, ge=0.0, le=1.0)
+    contradiction_overlap_min: float = Field(default=0.0, ge=0.0, le=1.0)
     #: Queue policy: a "supported" verdict whose program-computed strength is below this
     #: goes to review as ``weak_evidence``.
     review_strength_below: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: "scores" strategy: added to each label's log-probability before the argmax
+    #: (fitted on the tuning split; gold/tune_scores.py).
+    label_bias: dict[str, float] = Field(default_factory=dict)
+    #: Queue policy ("scores"): a "supported" verdict whose adjusted probability of
+    #: "supported" is below this goes to review as ``doubtful_support``.
+    review_support_below: float = Field(default=0.0, ge=0.0, le=1.0)
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.
@@ -83,12 +105,50 @@ class JudgeConfig(BaseModel):
         "support_overlap_min",
         "opinion_overlap_max",
         "numbers_overlap_min",
+        "contradiction_overlap_min",
         "review_strength_below",
+        "label_bias",
+        "review_support_below",
         "verify_batch_size",
         "max_claims_per_answer",
     )
+    #: Fields added after the first judge versions were published, with the value that
+    #: reproduces the behaviour from before they existed. At that value a field is left out
+    #: of the hash, so adding a field never renames the versions that do not use it (their
+    #: stored runs stay replayable under the same id). Never change an entry.
+    NEUTRAL: ClassVar[dict[str, Any]] = {
+        "label_bias": {},
+        "review_support_below": 0.0,
+        "contradiction_overlap_min": 0.0,
+    }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompt_versions(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, spec in value.items():
+            parts = [part.strip() for part in spec.split("+")]
+            if any(not re.fullmatch(r"v\d+", part) for part in parts):
+                raise ValueError(f"prompt {name!r}: version {spec!r} is not like 'v2' or 'v1+v2'")
+            if len(parts) > 1 and name not in VOTING_PROMPTS:
+                raise ValueError(
+                    f"prompt {name!r}: several versions ({spec!r}) only work for "
+                    f"{', '.join(VOTING_PROMPTS)}, whose answers are scores that can be summed"
+                )
+            if len(set(parts)) != len(parts):
+                raise ValueError(f"prompt {name!r}: version {spec!r} names a version twice")
+        return value
+
+    @field_validator("label_bias")
+    @classmethod
+    def _bias_labels(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(LABEL_NAMES))
+        if unknown:
+            raise ValueError(f"label_bias names unknown labels {unknown}; known: {LABEL_NAMES}")
+        if any(not math.isfinite(v) for v in value.values()):
+            raise ValueError("label_bias values must be finite numbers")
+        return dict(sorted(value.items()))
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:
@@ -108,7 +168,12 @@ class JudgeConfig(BaseModel):
         return cls.model_validate(data)
 
     def versioned_fields(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.VERSIONED}
+        fields = {name: getattr(self, name) for name in self.VERSIONED}
+        return {
+            name: value
+            for name, value in fields.items()
+            if name not in self.NEUTRAL or value != self.NEUTRAL[name]
+        }
 
 
 def short_model_name(model: str) -> str:

@@ -72,6 +72,25 @@ def test_every_config_field_is_either_versioned_or_operational() -> None:
     assert not set(JudgeConfig.VERSIONED) & set(JudgeConfig.OPERATIONAL)
 
 
+def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
+    # a field at its neutral value is left out of the hash: the published id of the
+    # per_claim profile (gold/reports) is the same under code that has the newer fields
+    base = JudgeConfig(strategy="per_claim", signals=True,
+                       prompts={"split_claims": "v1", "label_claim": "v1"})
+    hashes = {"label_claim/v1": "0008c0468ebcc391a2d7c4a3b8274fbe6cbbe9c64ef06342514039a554911130",
+              "split_claims/v1": "c23ee9e9447af57254b01642e742838a23857fbaec1d5749bceba4d412f5a84e"}
+    assert judge_version(base, hashes) == "qwen2.5-coder-1.5b-instruct-q4_k_m@acf471ac53bc"
+    assert set(JudgeConfig.NEUTRAL) <= set(JudgeConfig.VERSIONED)
+    for name, neutral in JudgeConfig.NEUTRAL.items():
+        assert JudgeConfig.model_fields[name].get_default(call_default_factory=True) == neutral
+    changed = {"label_bias": {"supported": -1.0}, "review_support_below": 0.3,
+               "contradiction_overlap_min": 0.5}
+    assert set(changed) == set(JudgeConfig.NEUTRAL)
+    for name, value in changed.items():
+        assert judge_version(base.model_copy(update={name: value}), hashes) != \
+            judge_version(base, hashes), name
+
+
 def test_missing_template_is_a_clear_error() -> None:
     with pytest.raises(PromptError, match="verify_claims/v99"):
         render("verify_claims", "v99", sources=[], claims=[])
