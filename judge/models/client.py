@@ -19,6 +19,7 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any, TypeVar  # noqa: E402
 
@@ -31,6 +32,7 @@ from judge.store import Store, now  # noqa: E402
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 
 #: Transient provider errors worth a backoff and another try.
 _TRANSIENT = (
@@ -249,26 +251,17 @@ class ModelClient:
         )
         row = self._row(prompt, schema, call_id, purpose, run_id, self.params())
         started = time.perf_counter()
-        parsed: T | None = None
-        error: str | None = None
-        for network_try in range(self.config.retries + 1):
-            try:
-                parsed, _completion = await client.create_with_completion(
-                    model=self.config.model,
-                    messages=prompt.messages,
-                    response_model=response_model,
-                    max_retries=self.config.retries + 1,
-                    timeout=self.config.timeout_s,
-                    **self.params(),
-                )
-                error = None
-                break
-            except Exception as exc:  # fail closed: every failure is recorded
-                error = _root_message(exc)
-                if _is_transient(exc) and network_try < self.config.retries:
-                    await asyncio.sleep(min(30.0, 2.0 * 2**network_try))
-                    continue
-                break
+        result, error = await self._retrying(
+            lambda: client.create_with_completion(
+                model=self.config.model,
+                messages=prompt.messages,
+                response_model=response_model,
+                max_retries=self.config.retries + 1,
+                timeout=self.config.timeout_s,
+                **self.params(),
+            )
+        )
+        parsed: T | None = result[0] if result is not None else None
         latency = (time.perf_counter() - started) * 1000
         responses = [a["response"] for a in attempts if "response" in a]
         parse_errors = [a["parse_error"] for a in attempts if "parse_error" in a]
@@ -342,23 +335,15 @@ class ModelClient:
         litellm.suppress_debug_info = True
         row = self._row(prompt, schema, call_id, purpose, run_id, self.choice_params())
         started = time.perf_counter()
-        response, error, scores = None, None, None
-        for network_try in range(self.config.retries + 1):
-            try:
-                response = await litellm.acompletion(
-                    model=self.config.model,
-                    messages=prompt.messages,
-                    timeout=self.config.timeout_s,
-                    **self.choice_params(),
-                )
-                error = None
-                break
-            except Exception as exc:  # fail closed: every failure is recorded
-                error = _root_message(exc)
-                if _is_transient(exc) and network_try < self.config.retries:
-                    await asyncio.sleep(min(30.0, 2.0 * 2**network_try))
-                    continue
-                break
+        scores = None
+        response, error = await self._retrying(
+            lambda: litellm.acompletion(
+                model=self.config.model,
+                messages=prompt.messages,
+                timeout=self.config.timeout_s,
+                **self.choice_params(),
+            )
+        )
         row.update(self._describe(response))
         if response is not None:
             try:
@@ -380,6 +365,21 @@ class ModelClient:
         if scores is None:
             raise CallFailed(error or "no output", call_id)
         return scores, call_id
+
+    async def _retrying(self, call: Callable[[], Awaitable[R]]) -> tuple[R | None, str | None]:
+        """(result, None) or (None, error): transient provider errors are retried with
+        backoff, up to ``retries`` times; every other failure is returned at once."""
+        error = None
+        for network_try in range(self.config.retries + 1):
+            try:
+                return await call(), None
+            except Exception as exc:  # fail closed: every failure is recorded
+                error = _root_message(exc)
+                if _is_transient(exc) and network_try < self.config.retries:
+                    await asyncio.sleep(min(30.0, 2.0 * 2**network_try))
+                    continue
+                break
+        return None, error
 
     def _describe(self, response: Any) -> dict[str, Any]:
         if response is None:
