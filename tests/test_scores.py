@@ -206,3 +206,30 @@ def test_a_failed_vote_is_a_judge_error(tmp_path: Path, store: Store, fake_llm: 
 def test_prompt_version_specs_are_checked(prompts: dict[str, str], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         JudgeConfig.model_validate({**scores_config().model_dump(), "prompts": prompts})
+
+
+def test_a_transient_error_is_retried_and_a_hard_one_is_not(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    import litellm
+
+    failures = {"left": 1}
+
+    def flaky(schema: str, messages: list[dict[str, Any]]) -> Reply | Exception:
+        if failures["left"]:
+            failures["left"] -= 1
+            return litellm.RateLimitError("slow down", llm_provider="fake", model="judge-model")
+        return choice_reply("A")
+
+    fake_llm.responder = flaky
+    _, got = judged(tmp_path, store, scores_config(retries=1), [GOOD])
+    assert got[GOOD]["label"] == "supported" and len(fake_llm.calls) == 2
+
+    fake_llm.responder = lambda schema, messages: litellm.BadRequestError(
+        "malformed request", model="judge-model", llm_provider="fake")
+    (tmp_path / "hard").mkdir()
+    other = Store.open(tmp_path / "hard" / "judge.db")
+    _, got = judged(tmp_path / "hard", other, scores_config(retries=3), [OTHER])
+    assert got[OTHER]["label"] == "judge_error" and "malformed request" in got[OTHER]["error"]
+    assert len(fake_llm.calls) == 3  # one more call: a hard error is not retried
+    other.close()
