@@ -1,0 +1,245 @@
+"""Fit the ``scores`` strategy's decision rule on the *tuning* split (never on the check part).
+
+    python gold/tune_scores.py --db out/tune/scores.db --version VERSION \
+        [--gold gold/tuning_subset.jsonl] [--output gold/reports/tuning_scores.json]
+
+Reads, for every tuning item, the log-probabilities the judge version stored for its
+``choose_label`` call (no model call is made) and the program's signals on the located
+evidence, then searches:
+
+* ``label_bias``: one bias per non-``supported`` label on a grid (``supported`` fixed at 0),
+  maximising balanced accuracy, ties broken by accuracy, then by the smallest total bias;
+* ``signals`` off, or on with ``support_overlap_min`` and ``contradiction_overlap_min`` on
+  small grids (judge.signals rules applied after the scores decision; the other signal
+  thresholds stay as configured);
+* ``review_support_below``: the smallest grid value whose review queue catches at least
+  ``--queue-recall`` of the human-rejected claims.
+
+Every configuration tried is counted in the output (issue 5 asks how many were tried),
+and (``--cv``) the 10-fold cross-validated balanced accuracy of the whole search is reported
+next to the fitted figure, so the optimism of fitting on 130 items is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sqlite3
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from judge.config import JudgeConfig  # noqa: E402
+from judge.evaluation import gold_to_records  # noqa: E402
+from judge.gold import load_gold  # noqa: E402
+from judge.records import AnswerRecord  # noqa: E402
+from judge.scores import combine  # noqa: E402
+from judge.signals import apply_signals  # noqa: E402
+from judge.verdicts import Evidence  # noqa: E402
+
+LABELS = ("supported", "contradicted", "not_in_source", "not_verifiable")
+GRID = np.round(np.arange(-3.0, 3.01, 0.5), 2)
+QUEUE_GRID = np.round(np.arange(0.0, 0.951, 0.05), 2)
+SUPPORT_GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+CONTRADICTION_GRID = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+THRESHOLDS = [(s, c) for s in SUPPORT_GRID for c in CONTRADICTION_GRID]
+
+
+@dataclass
+class Item:
+    id: str
+    dataset: str
+    gold: int
+    logprobs: np.ndarray  # 4, normalised over the options
+    #: per (support_overlap_min, contradiction_overlap_min): 4 label indexes, what the
+    #: signals turn each decided label into
+    signal: dict[tuple[float, float], np.ndarray]
+
+
+def load_items(gold_path: Path, db_path: Path, version: str, config: JudgeConfig) -> list[Item]:
+    gold = load_gold(gold_path)
+    conv = gold_to_records(gold.entries)
+    records = {r["id"]: AnswerRecord.model_validate(r) for r in conv.records}
+    db = sqlite3.connect(db_path)
+    items = []
+    for entry in gold.entries:
+        it = entry.item
+        ref = conv.refs.get(it.id)
+        if ref is None:
+            continue
+        row = db.execute(
+            "select call_ids, evidence from verdicts where claim_id = ? and judge_version = ?",
+            (ref.claim_id, version),
+        ).fetchone()
+        if row is None:
+            print(f"warning: no verdict for {it.id} under {version}", file=sys.stderr)
+            continue
+        answers = []
+        for call_id in json.loads(row[0]):
+            call = db.execute(
+                "select parsed from calls where id = ? and purpose = 'score' and error is null",
+                (call_id,),
+            ).fetchone()
+            if call and call[0]:
+                answers.append(json.loads(call[0])["logprobs"])
+        if not answers:  # judge_error: stays an error under any rule
+            continue
+        scores = combine(answers)  # several voting prompts: as the pipeline combines them
+        lp = np.array([scores[label] for label in LABELS], dtype=float)
+        lp = lp - np.log(np.exp(lp).sum())
+        evidence = [Evidence.model_validate(e) for e in json.loads(row[1])]
+        record = records[ref.answer_id]
+        signal = {}
+        for support, contradiction in THRESHOLDS:
+            cfg = config.model_copy(update={"support_overlap_min": support,
+                                            "contradiction_overlap_min": contradiction})
+            signal[(support, contradiction)] = np.array([
+                LABELS.index(apply_signals(it.claim, label, evidence, record, cfg)[0])
+                for label in LABELS
+            ])
+        items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal))
+    return items
+
+
+def balanced_accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
+    recalls = [(pred[gold == k] == k).mean() for k in range(4) if (gold == k).any()]
+    return float(np.mean(recalls))
+
+
+def predict(items: list[Item], bias: np.ndarray, signals: tuple[float, float] | None
+            ) -> np.ndarray:
+    sig = np.stack([i.signal[signals] for i in items]) if signals else None
+    return _predict(np.stack([i.logprobs for i in items]), sig, bias)
+
+
+def _predict(lp: np.ndarray, sig: np.ndarray | None, bias: np.ndarray) -> np.ndarray:
+    pred = (lp + bias).argmax(1)
+    return sig[np.arange(len(pred)), pred] if sig is not None else pred
+
+
+def support_prob(items: list[Item], bias: np.ndarray) -> np.ndarray:
+    scores = np.stack([i.logprobs for i in items]) + bias
+    e = np.exp(scores - scores.max(1, keepdims=True))
+    return e[:, 0] / e.sum(1)
+
+
+def search(items: list[Item]) -> tuple[dict, int]:
+    """Best (bias, signal thresholds) by balanced accuracy, then accuracy, then the
+    smallest total bias; ``signals`` None means the signals are off."""
+    gold = np.array([i.gold for i in items])
+    lp = np.stack([i.logprobs for i in items])
+    best, tried = None, 0
+    for signals in (None, *items[0].signal):  # off, then every threshold pair computed
+        sig = np.stack([i.signal[signals] for i in items]) if signals else None
+        for b in itertools.product(GRID, repeat=3):
+            tried += 1
+            bias = np.array([0.0, *b])
+            pred = _predict(lp, sig, bias)
+            key = (balanced_accuracy(pred, gold), float((pred == gold).mean()),
+                   -float(np.abs(bias).sum()))
+            if best is None or key > best[0]:
+                best = (key, bias, signals)
+    assert best is not None
+    return {"bias": best[1], "signals": best[2], "balanced_accuracy": best[0][0],
+            "accuracy": best[0][1]}, tried
+
+
+def queue_threshold(items: list[Item], bias: np.ndarray, signals: tuple[float, float] | None,
+                    recall: float) -> dict:
+    gold = np.array([i.gold for i in items])
+    pred = predict(items, bias, signals)
+    p_s = support_prob(items, bias)
+    rejected = gold != 0
+    for t in QUEUE_GRID:
+        review = (pred != 0) | (p_s < t)
+        got = float(review[rejected].mean())
+        if got >= recall:
+            return {"review_support_below": float(t), "queue_recall": got,
+                    "queue_load": float(review.mean()), "tried": len(QUEUE_GRID)}
+    review = (pred != 0) | (p_s < QUEUE_GRID[-1])
+    return {"review_support_below": float(QUEUE_GRID[-1]),
+            "queue_recall": float(review[rejected].mean()),
+            "queue_load": float(review.mean()), "tried": len(QUEUE_GRID)}
+
+
+def cross_validated(items: list[Item], folds: int = 10) -> float:
+    """Balanced accuracy of the whole search under k-fold cross-validation (item k is in
+    fold k mod folds): each item is predicted by a rule fitted without it."""
+    gold = np.array([i.gold for i in items])
+    pred = np.zeros(len(items), dtype=int)
+    for fold in range(folds):
+        held = [k for k in range(len(items)) if k % folds == fold]
+        rest = [items[k] for k in range(len(items)) if k % folds != fold]
+        fit, _ = search(rest)
+        pred[held] = predict([items[k] for k in held], fit["bias"], fit["signals"])
+    return balanced_accuracy(pred, gold)
+
+
+def per_dataset(items: list[Item], pred: np.ndarray) -> dict:
+    out = {}
+    for ds in sorted({i.dataset for i in items}):
+        idx = [k for k, i in enumerate(items) if i.dataset == ds]
+        g = np.array([items[k].gold for k in idx])
+        out[ds] = {"n": len(idx), "balanced_accuracy": round(balanced_accuracy(pred[idx], g), 3),
+                   "accuracy": round(float((pred[idx] == g).mean()), 3)}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--version", required=True, help="judge version of the scores run")
+    parser.add_argument("--gold", type=Path, default=ROOT / "tuning_subset.jsonl")
+    parser.add_argument("--queue-recall", type=float, default=0.9)
+    parser.add_argument("--cv", action="store_true", help="also 10-fold cross-validation")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args()
+    config = JudgeConfig.load()
+    items = load_items(args.gold, args.db, args.version, config)
+    if not items:
+        print("no scored tuning items found", file=sys.stderr)
+        return 1
+    fit, tried = search(items)
+    gold = np.array([i.gold for i in items])
+    pred = predict(items, fit["bias"], fit["signals"])
+    raw = predict(items, np.zeros(4), None)
+    queue = queue_threshold(items, fit["bias"], fit["signals"], args.queue_recall)
+    confusion = [[int(((gold == g) & (pred == p)).sum()) for p in range(4)] for g in range(4)]
+    report = {
+        "gold": str(args.gold), "version": args.version, "n": len(items),
+        "configurations_tried": tried + queue["tried"],
+        "label_bias": {LABELS[k]: float(fit["bias"][k]) for k in range(1, 4)},
+        "signals": fit["signals"] is not None,
+        "support_overlap_min": fit["signals"][0] if fit["signals"] else None,
+        "contradiction_overlap_min": fit["signals"][1] if fit["signals"] else None,
+        "review_support_below": queue["review_support_below"],
+        "tuning_fit": {
+            "balanced_accuracy": round(fit["balanced_accuracy"], 3),
+            "accuracy": round(fit["accuracy"], 3),
+            "raw_argmax_balanced_accuracy": round(balanced_accuracy(raw, gold), 3),
+            "recall": {LABELS[k]: round(float((pred[gold == k] == k).mean()), 3)
+                       for k in range(4) if (gold == k).any()},
+            "queue_recall": round(queue["queue_recall"], 3),
+            "queue_load": round(queue["queue_load"], 3),
+            "confusion_rows_gold_cols_judge": {"labels": LABELS, "matrix": confusion},
+            "per_dataset": per_dataset(items, pred),
+        },
+    }
+    if args.cv:
+        report["tuning_fit"]["cross_validated_balanced_accuracy"] = round(
+            cross_validated(items), 3)
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    print(text)
+    if args.output:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
