@@ -45,7 +45,10 @@ LABELS = ("supported", "contradicted", "not_in_source", "not_verifiable")
 SPLIT_SALT = "claim-judge/tuning-check/v1"
 CHECK_PERCENT = 50
 SEED = 20240602
-PER_DATASET = 12  # 48 items: ~17 s per claim measured for the per_claim default on 2 cores
+PER_DATASET = 12  # 48 items (make eval): ~7 s per claim for the scores default on 2 cores
+#: The larger check subset (``eval_large.jsonl``, ``make eval-large``): the same draw with
+#: a larger quota, so it holds the short-source items of the small one and more.
+PER_DATASET_LARGE = 40
 MAX_SOURCE_CHARS = 900
 
 #: Who wrote the answers, where the upstream README says so (``begin``: the system is the
@@ -91,14 +94,15 @@ def quotas(labels: list[str], total: int) -> dict[str, int]:
     return {label: base + (1 if i < extra else 0) for i, label in enumerate(labels)}
 
 
-def build() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+def build(per_dataset: int = PER_DATASET
+          ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     splits: dict[str, Any] = {"rule": {
         "salt": SPLIT_SALT, "check_percent": CHECK_PERCENT,
         "formula": "int(sha256(f'{salt}:{dataset}:{group}').hexdigest()[:8], 16) % 100 "
                    "< check_percent -> check, else tuning; group = id.split(':')[1]",
     }, "datasets": {}}
     manifest: dict[str, Any] = {
-        "script": "gold/make_subset.py", "seed": SEED, "per_dataset": PER_DATASET,
+        "script": "gold/make_subset.py", "seed": SEED, "per_dataset": per_dataset,
         "max_source_chars": MAX_SOURCE_CHARS, "split": splits["rule"],
         "drawn_from": "the check part of each external dev set",
         "bias": "items with short sources are preferred (judging time grows with source "
@@ -114,7 +118,7 @@ def build() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
         splits["datasets"][dataset] = parts
         check = [i for i in items if part_of(dataset, group_of(i["id"])) == "check"]
         labels = [label for label in LABELS if any(i["label"] == label for i in check)]
-        quota = quotas(labels, PER_DATASET)
+        quota = quotas(labels, per_dataset)
         info: dict[str, Any] = {"items": len(items), "tuning": len(parts["tuning"]),
                                 "check": len(check), "labels": {}}
         seen: set[str] = set()
@@ -168,13 +172,22 @@ def build() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
 
 def render() -> dict[Path, str]:
     splits, subset, manifest = build()
+    _, large, large_manifest = build(PER_DATASET_LARGE)
     return {
         ROOT / "splits.json": json.dumps(splits, indent=1) + "\n",
-        ROOT / "eval_subset.jsonl": "".join(json.dumps(i, ensure_ascii=False) + "\n"
-                                            for i in subset),
-        ROOT / "eval_subset.manifest.json": json.dumps(manifest, indent=1, ensure_ascii=False)
-        + "\n",
+        ROOT / "eval_subset.jsonl": _jsonl(subset),
+        ROOT / "eval_subset.manifest.json": _pretty(manifest),
+        ROOT / "eval_large.jsonl": _jsonl(large),
+        ROOT / "eval_large.manifest.json": _pretty(large_manifest),
     }
+
+
+def _jsonl(items: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
+
+
+def _pretty(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
