@@ -19,7 +19,7 @@ SPEC.loader.exec_module(tune)
 def item(k: int, gold: int, probs: list[float]) -> object:
     lp = np.log(np.array(probs))
     identity = {(0.5, 0.0): np.arange(4)}  # one threshold pair whose signals change nothing
-    return tune.Item(f"i{k}", "synthetic", gold, lp, identity)
+    return tune.Item(f"synthetic:g{k}:0", "synthetic", gold, lp, identity)
 
 
 def test_search_finds_the_bias_that_undoes_a_supported_lean() -> None:
@@ -39,7 +39,9 @@ def test_search_finds_the_bias_that_undoes_a_supported_lean() -> None:
     assert fit["balanced_accuracy"] == 1.0
     assert all(b > 0 for b in fit["bias"][1:])         # non-supported labels pushed up
     assert fit["signals"] is None                      # identity signals add nothing: off wins
-    assert tune.cross_validated(items, folds=5) == 1.0  # every fold holds every label
+    assert tune.cross_validated(items, folds=5) == 1.0
+    # one group's items always share a fold
+    assert tune.fold_of("ds:g1:e0", 10) == tune.fold_of("ds:g1:e4", 10)
 
 
 def test_queue_threshold_reaches_the_recall_asked_for() -> None:
