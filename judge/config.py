@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from judge.prompts import prompt_versions
 from judge.records import content_hash
 
 #: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
@@ -128,7 +129,7 @@ class JudgeConfig(BaseModel):
     @classmethod
     def _prompt_versions(cls, value: dict[str, str]) -> dict[str, str]:
         for name, spec in value.items():
-            parts = [part.strip() for part in spec.split("+")]
+            parts = prompt_versions(spec)
             if any(not re.fullmatch(r"v\d+", part) for part in parts):
                 raise ValueError(f"prompt {name!r}: version {spec!r} is not like 'v2' or 'v1+v2'")
             if len(parts) > 1 and name not in VOTING_PROMPTS:
