@@ -19,14 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.prompts import prompt_versions
 from judge.records import content_hash
+from judge.verdicts import LABELS
 
 #: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
 DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 #: Prompts whose answers are option scores: several pinned versions may vote ("v1+v2").
 VOTING_PROMPTS = ("choose_label",)
-
-LABEL_NAMES = ("supported", "contradicted", "not_in_source", "not_verifiable")
 
 #: Version of the structured output schemas (judge.schemas). Bump on any schema change.
 SCHEMA_VERSION = "1"
@@ -144,9 +143,9 @@ class JudgeConfig(BaseModel):
     @field_validator("label_bias")
     @classmethod
     def _bias_labels(cls, value: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(value) - set(LABEL_NAMES))
+        unknown = sorted(set(value) - set(LABELS))
         if unknown:
-            raise ValueError(f"label_bias names unknown labels {unknown}; known: {LABEL_NAMES}")
+            raise ValueError(f"label_bias names unknown labels {unknown}; known: {LABELS}")
         if any(not math.isfinite(v) for v in value.values()):
             raise ValueError("label_bias values must be finite numbers")
         return dict(sorted(value.items()))

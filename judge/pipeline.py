@@ -210,7 +210,7 @@ class Pipeline:
             self.config.prompts["label_claim"],
             self.root,
             claim=claim.text,
-            excerpts=[{"source_id": e.source_id, "text": e.quote} for e in located],
+            excerpts=excerpt_data(located),
         )
         calls = [split_call] if split_call else []
         try:
@@ -229,6 +229,7 @@ class Pipeline:
         self, record: AnswerRecord, claim: Claim, run_id: str | None, split_call: str | None
     ) -> Verdict:
         located = locate_excerpts(claim.text, record)
+        excerpts = excerpt_data(located)
         calls = [split_call] if split_call else []
         answers = []
         for version in prompt_versions(self.config.prompts["choose_label"]):
@@ -237,7 +238,7 @@ class Pipeline:
                 version,
                 self.root,
                 claim=claim.text,
-                excerpts=[{"source_id": e.source_id, "text": e.quote} for e in located],
+                excerpts=excerpts,
                 zh=has_cjk(claim.text),
             )
             try:
@@ -364,6 +365,11 @@ class Pipeline:
             error=error,
             call_ids=call_ids,
         )
+
+
+def excerpt_data(located: list[Evidence]) -> list[dict[str, str]]:
+    """Program-located excerpts as the prompt templates take them."""
+    return [{"source_id": e.source_id, "text": e.quote} for e in located]
 
 
 def derive_misattribution(

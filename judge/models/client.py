@@ -51,34 +51,34 @@ CHOICE_TOP_LOGPROBS = 20
 CHOICE_MIN_MASS = 0.5
 
 
+def _get(obj: Any, name: str) -> Any:
+    """A field of a provider response part: litellm objects, or plain dicts."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
 def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
     """Log-probabilities of the option letters in the first generated token's top
     alternatives (leading spaces ignored; the best spelling of a letter counts). A letter
     missing from the top list gets the smallest listed log-probability (an upper bound)."""
-    choices = getattr(response, "choices", None) or []
-    logprobs = getattr(choices[0], "logprobs", None) if choices else None
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if isinstance(logprobs, dict):
-        content = logprobs.get("content")
+    choices = _get(response, "choices") or []
+    logprobs = _get(choices[0], "logprobs") if choices else None
+    content = _get(logprobs, "content") if logprobs is not None else None
     if not content:
         raise ValueError(
             "the provider returned no log-probabilities; the 'scores' strategy needs a model "
             "that reports top_logprobs (use strategy 'batch' or 'per_claim' otherwise)"
         )
-    first = content[0]
-    top = first.get("top_logprobs") if isinstance(first, dict) else first.top_logprobs
+    top = [(str(_get(alt, "token") or ""), _get(alt, "logprob"))
+           for alt in _get(content[0], "top_logprobs") or []]
+    top = [(token, float(value)) for token, value in top if value is not None]
     seen: dict[str, float] = {}
-    for alt in top or []:
-        token = alt.get("token") if isinstance(alt, dict) else alt.token
-        value = alt.get("logprob") if isinstance(alt, dict) else alt.logprob
-        key = (token or "").strip().upper()
-        if key in options and value is not None:
-            seen[key] = max(seen.get(key, -math.inf), float(value))
+    for token, value in top:
+        key = token.strip().upper()
+        if key in options:
+            seen[key] = max(seen.get(key, -math.inf), value)
     if not seen:
         raise ValueError(f"the model answered none of the options {sorted(options)}")
-    floor = min(
-        float(alt.get("logprob") if isinstance(alt, dict) else alt.logprob) for alt in top
-    )
+    floor = min(value for _, value in top)
     mass = sum(math.exp(v) for v in seen.values())
     if mass < CHOICE_MIN_MASS:
         raise ValueError(
