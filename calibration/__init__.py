@@ -27,6 +27,7 @@ from calibration.report import (
     HumanLabel,
     build_calibration_report,
     human_agreement,
+    max_share_for_load,
     projected_load,
 )
 from calibration.results import Estimate, SignificanceResult
@@ -41,6 +42,7 @@ from calibration.weighting import (
 )
 
 __all__ = [
+    "max_share_for_load",
     "projected_load",
     "JUDGE_ERROR",
     "JUDGE_LABELS",

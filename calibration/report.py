@@ -265,6 +265,21 @@ def projected_load(queue_recall: float, queue_false_alarm: float, rejected_share
     return rejected_share * queue_recall + (1.0 - rejected_share) * queue_false_alarm
 
 
+def max_share_for_load(
+    queue_recall: float, queue_false_alarm: float, load: float = 0.5
+) -> float | None:
+    """The largest share of gold non-supported claims at which the queue sends at most
+    ``load`` of all claims (recall and false-alarm rate held as measured); None when no
+    share does."""
+    if queue_recall < queue_false_alarm:  # the load falls as the share grows
+        return 1.0 if queue_recall <= load else None
+    if queue_false_alarm > load:
+        return None
+    if queue_recall <= load:
+        return 1.0
+    return (load - queue_false_alarm) / (queue_recall - queue_false_alarm)
+
+
 def figures(
     items: Sequence[CalibrationItem],
     *,

@@ -931,7 +931,7 @@ def recall_table(data: dict[str, Any]) -> list[str]:
 def queue_projection(data: dict[str, Any]) -> list[str]:
     """The queue's load at other hallucination rates: recall and false-alarm rate do not
     depend on the label mix, the load does (a label-balanced set inflates it)."""
-    from calibration import projected_load
+    from calibration import max_share_for_load, projected_load
 
     recall, alarm = data.get("queue_recall"), (data.get("queue_false_alarm") or {}).get("value")
     if recall is None or alarm is None:
@@ -942,10 +942,17 @@ def queue_projection(data: dict[str, Any]) -> list[str]:
     shares = [("a", 0.10), ("a", 0.20)] + ([("this subset's", rejected / total)] if total else [])
     cells = [f"{projected_load(recall, alarm, share):.0%} at {name} {share:.0%} share"
              for name, share in shares]
+    limit = max_share_for_load(recall, alarm, 0.5)
+    reach = (
+        "no share of non-supported claims keeps the load at or below 50%"
+        if limit is None
+        else f"the load stays at or below 50% up to a {limit:.0%} share of non-supported claims"
+    )
     return [
         f"Review queue: recall {_pct(recall)}, false alarms {_pct(alarm)} of gold-supported "
         "claims. The load depends on how many claims are non-supported (recall x share + "
-        "false alarms x the rest), so it is " + "; ".join(cells) + " of non-supported claims."
+        "false alarms x the rest), so it is " + "; ".join(cells) + " of non-supported claims; "
+        f"{reach} (even a queue with no false alarms sends recall x share)."
     ]
 
 

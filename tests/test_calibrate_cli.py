@@ -349,6 +349,7 @@ def test_eval_gold_is_resumable_and_reports_per_dataset(
     assert all_row.count("(n=") == sum(
         1 for m in data["per_label"].values() if m["support"])
     assert "Review queue: recall" in text and "at a 20% share" in text
+    assert "at or below 50%" in text
     update_readme(readme, data)
     assert readme.read_text() == text
 

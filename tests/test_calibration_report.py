@@ -20,6 +20,7 @@ from calibration import (
     error_direction,
     human_agreement,
     lenient_rate,
+    max_share_for_load,
     projected_load,
     render_calibration_html,
     strict_rate,
@@ -116,6 +117,13 @@ def test_report_core_figures_by_hand():
     assert projected_load(r.queue_recall.value, r.queue_false_alarm.value, 0.5) == \
         pytest.approx(r.queue_load.value)
     assert projected_load(0.9, 0.1, 0.2) == pytest.approx(0.26)
+    # at the largest share the load target allows, the projected load is exactly the target
+    limit = max_share_for_load(0.9, 0.3, 0.5)
+    assert limit == pytest.approx(1 / 3)
+    assert projected_load(0.9, 0.3, limit) == pytest.approx(0.5)
+    assert max_share_for_load(0.9, 0.56, 0.5) is None  # false alarms alone exceed it
+    assert max_share_for_load(0.4, 0.2, 0.5) == 1.0  # never above it
+    assert max_share_for_load(0.3, 0.6, 0.5) == 1.0  # falls as the share grows
     with pytest.raises(ValueError):
         projected_load(0.9, 0.1, 1.5)
     assert r.judge_errors == 1
