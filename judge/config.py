@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge.prompts import prompt_versions
 from judge.records import content_hash
@@ -76,6 +76,10 @@ class JudgeConfig(BaseModel):
     opinion_overlap_max: float = Field(default=0.3, ge=0.0, le=1.0)
     numbers_overlap_min: float = Field(default=0.4, ge=0.0, le=1.0)
     contradiction_overlap_min: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: A "not_in_source" verdict whose evidence shares at least this much of the claim's
+    #: words (and at least ``contradiction_overlap_min``) becomes "contradicted": evidence
+    #: about the claim's subject that does not state it (None: off).
+    unstated_contradiction_overlap_min: float | None = Field(default=None, ge=0.0, le=1.0)
     #: Queue policy: a "supported" verdict whose program-computed strength is below this
     #: goes to review as ``weak_evidence``.
     review_strength_below: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -85,6 +89,11 @@ class JudgeConfig(BaseModel):
     #: Queue policy ("scores"): a "supported" verdict whose adjusted probability of
     #: "supported" is below this goes to review as ``doubtful_support``.
     review_support_below: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: "scores" with prompt ``check_contradiction``: a second yes/no question per claim
+    #: ("do the excerpts make the claim false?"); a verdict whose label is one of
+    #: ``contradiction_overrides`` becomes ``contradicted`` when P(yes) is above this.
+    contradiction_yes_above: float = Field(default=1.0, ge=0.0, le=1.0)
+    contradiction_overrides: list[str] = Field(default_factory=lambda: ["not_in_source"])
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.
@@ -106,9 +115,12 @@ class JudgeConfig(BaseModel):
         "opinion_overlap_max",
         "numbers_overlap_min",
         "contradiction_overlap_min",
+        "unstated_contradiction_overlap_min",
         "review_strength_below",
         "label_bias",
         "review_support_below",
+        "contradiction_yes_above",
+        "contradiction_overrides",
         "verify_batch_size",
         "max_claims_per_answer",
     )
@@ -120,6 +132,9 @@ class JudgeConfig(BaseModel):
         "label_bias": {},
         "review_support_below": 0.0,
         "contradiction_overlap_min": 0.0,
+        "contradiction_yes_above": 1.0,
+        "contradiction_overrides": ["not_in_source"],
+        "unstated_contradiction_overlap_min": None,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
@@ -149,6 +164,24 @@ class JudgeConfig(BaseModel):
         if any(not math.isfinite(v) for v in value.values()):
             raise ValueError("label_bias values must be finite numbers")
         return dict(sorted(value.items()))
+
+    @field_validator("contradiction_overrides")
+    @classmethod
+    def _override_labels(cls, value: list[str]) -> list[str]:
+        allowed = [label for label in LABELS if label != "contradicted"]
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise ValueError(f"contradiction_overrides names {unknown}; allowed: {allowed}")
+        return sorted(set(value), key=LABELS.index)
+
+    @model_validator(mode="after")
+    def _second_question_needs_scores(self) -> JudgeConfig:
+        if "check_contradiction" in self.prompts and self.strategy != "scores":
+            raise ValueError(
+                "prompt 'check_contradiction' is a second question of strategy 'scores'; "
+                f"strategy {self.strategy!r} never asks it"
+            )
+        return self
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:

@@ -20,7 +20,7 @@ from judge.models.client import CallFailed, ModelClient
 from judge.prompts import prompt_versions, prompts_dir, render, template_hash
 from judge.records import AnswerRecord, Citation, content_hash
 from judge.schemas import ClaimJudgement, ClaimLabel, SplitOutput, VerifyOutput
-from judge.scores import OPTIONS, combine, decide, describe
+from judge.scores import OPTIONS, YES_NO, combine, decide, describe, yes_probability
 from judge.selfgrade import self_grading_reason
 from judge.signals import apply_signals
 from judge.text import has_cjk
@@ -249,11 +249,34 @@ class Pipeline:
             calls.append(call)
             answers.append(logprobs)
         label, probs = decide(combine(answers), self.config.label_bias)
+        rationale = f"scores on program-located excerpts: {describe(probs)}"
+        if "check_contradiction" in self.config.prompts and (
+            label in self.config.contradiction_overrides
+        ):
+            prompt = render(
+                "check_contradiction",
+                self.config.prompts["check_contradiction"],
+                self.root,
+                claim=claim.text,
+                excerpts=excerpts,
+                zh=has_cjk(claim.text),
+            )
+            try:
+                answer, call = await self.client.choice(prompt, YES_NO, "contradiction", run_id)
+            except CallFailed as exc:
+                error = f"contradiction check failed: {exc}"
+                return self._verdict(record, claim, None, error, [*calls, exc.call_id])
+            calls.append(call)
+            yes = yes_probability(answer)
+            rationale += f"; contradiction check: yes {yes:.2f}"
+            if yes > self.config.contradiction_yes_above:
+                rationale += f" > {self.config.contradiction_yes_above} (was {label})"
+                label = Label.CONTRADICTED.value
         judgement = ClaimJudgement(
             claim=1,
             label=label,  # type: ignore[arg-type]
             subtype=None if label == "supported" else "opinion",
-            rationale=f"scores on program-located excerpts: {describe(probs)}",
+            rationale=rationale,
         )
         return self._verdict(
             record, claim, judgement, None, calls, located=located,

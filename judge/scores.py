@@ -24,6 +24,9 @@ OPTIONS: dict[str, str] = {
     "D": Label.NOT_VERIFIABLE.value,
 }
 
+#: Option letters of the yes/no questions (``check_contradiction``).
+YES_NO: dict[str, str] = {"A": "yes", "B": "no"}
+
 #: Exact ties resolve to the earliest of these.
 TIE_ORDER: tuple[str, ...] = (
     Label.CONTRADICTED.value,
@@ -71,6 +74,11 @@ def decide(
     probs = softmax(adjusted)
     label = max(TIE_ORDER, key=lambda name: (probs[name], -TIE_ORDER.index(name)))
     return label, probs
+
+
+def yes_probability(logprobs: Mapping[str, float]) -> float:
+    """P(yes) of a yes/no answer, normalised over the two options."""
+    return softmax({k: logprobs[k] for k in YES_NO.values()})["yes"]
 
 
 def describe(probs: Mapping[str, float]) -> str:

@@ -84,7 +84,9 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
     for name, neutral in JudgeConfig.NEUTRAL.items():
         assert JudgeConfig.model_fields[name].get_default(call_default_factory=True) == neutral
     changed = {"label_bias": {"supported": -1.0}, "review_support_below": 0.3,
-               "contradiction_overlap_min": 0.5}
+               "contradiction_overlap_min": 0.5, "contradiction_yes_above": 0.5,
+               "contradiction_overrides": ["supported", "not_in_source"],
+               "unstated_contradiction_overlap_min": 0.5}
     assert set(changed) == set(JudgeConfig.NEUTRAL)
     for name, value in changed.items():
         assert judge_version(base.model_copy(update={name: value}), hashes) != \

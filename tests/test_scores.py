@@ -26,8 +26,8 @@ OTHER = "Python 3.10 added tomllib."
 
 
 def scores_config(**extra: Any) -> JudgeConfig:
-    return JudgeConfig(model="fake/judge-model", strategy="scores", signals=False,
-                       prompts={"split_claims": "v1", "choose_label": "v1"}, **extra)
+    extra.setdefault("prompts", {"split_claims": "v1", "choose_label": "v1"})
+    return JudgeConfig(model="fake/judge-model", strategy="scores", signals=False, **extra)
 
 
 def batch(tmp_path: Path, claims: list[str]) -> Path:
@@ -233,3 +233,68 @@ def test_a_transient_error_is_retried_and_a_hard_one_is_not(
     assert got[OTHER]["label"] == "judge_error" and "malformed request" in got[OTHER]["error"]
     assert len(fake_llm.calls) == 3  # one more call: a hard error is not retried
     other.close()
+
+
+def _contradiction_responder(yes: float):  # type: ignore[no-untyped-def]
+    """choose_label answers C (not_in_source); the contradiction question answers A (yes)
+    with probability ``yes``."""
+    def respond(schema: str, messages: list[dict[str, Any]]) -> Reply:
+        if "contradict" in messages[0]["content"]:
+            return Reply("A", top_logprobs={"A": math.log(yes), "B": math.log(1 - yes)})
+        return choice_reply("C", confidence=0.7)
+    return respond
+
+
+def test_contradiction_question_turns_a_listed_label_into_contradicted(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = _contradiction_responder(0.8)
+    config = scores_config(
+        prompts={"split_claims": "v1", "choose_label": "v1", "check_contradiction": "v1"},
+        contradiction_yes_above=0.6)
+    summary, got = judged(tmp_path, store, config, [OTHER])
+    row = got[OTHER]
+    assert row["label"] == "contradicted" and row["review"]
+    assert "contradiction check: yes 0.80 > 0.6 (was not_in_source)" in row["rationale"]
+    assert summary.model_calls == 2
+    purposes = sorted(c["purpose"] for c in store.db["calls"].rows)
+    assert purposes == ["contradiction", "score"]
+    # below the threshold the first answer stands (and the stored calls are reused)
+    high = config.model_copy(update={"contradiction_yes_above": 0.9})
+    again, got = judged(tmp_path, store, high, [OTHER])
+    assert again.model_calls == 0
+    row = next(r for r in store.verdict_rows() if r["judge_version"] == again.judge_version)
+    assert row["label"] == "not_in_source" and "yes 0.80" in row["rationale"]
+
+
+def test_contradiction_question_is_asked_only_for_labels_it_may_change(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = _contradiction_responder(0.99)
+    config = scores_config(
+        prompts={"split_claims": "v1", "choose_label": "v1", "check_contradiction": "v1"},
+        contradiction_yes_above=0.5, contradiction_overrides=["supported"])
+    summary, got = judged(tmp_path, store, config, [OTHER])
+    assert summary.model_calls == 1  # not_in_source is not listed: no second question
+    assert got[OTHER]["label"] == "not_in_source"
+    with pytest.raises(ValidationError, match="contradiction_overrides"):
+        scores_config(contradiction_overrides=["contradicted"])
+    with pytest.raises(ValidationError, match="second question of strategy 'scores'"):
+        JudgeConfig(strategy="per_claim", prompts={
+            "split_claims": "v1", "label_claim": "v1", "check_contradiction": "v1"})
+
+
+def test_a_failed_contradiction_question_is_a_judge_error(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    def respond(schema: str, messages: list[dict[str, Any]]) -> Reply:
+        if "contradict" in messages[0]["content"]:
+            return Reply("A")  # no log-probabilities
+        return choice_reply("C")
+    fake_llm.responder = respond
+    config = scores_config(
+        prompts={"split_claims": "v1", "choose_label": "v1", "check_contradiction": "v1"},
+        contradiction_yes_above=0.5)
+    _, got = judged(tmp_path, store, config, [OTHER])
+    assert got[OTHER]["label"] == "judge_error"
+    assert "contradiction check failed" in got[OTHER]["error"]
