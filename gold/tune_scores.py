@@ -41,8 +41,8 @@ from judge.config import JudgeConfig  # noqa: E402
 from judge.evaluation import gold_to_records  # noqa: E402
 from judge.gold import load_gold  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
-from judge.scores import combine  # noqa: E402
-from judge.signals import apply_signals  # noqa: E402
+from judge.scores import combine, yes_probability  # noqa: E402
+from judge.signals import apply_signals, evidence_overlap  # noqa: E402
 from judge.verdicts import Evidence  # noqa: E402
 
 LABELS = ("supported", "contradicted", "not_in_source", "not_verifiable")
@@ -51,6 +51,16 @@ QUEUE_GRID = np.round(np.arange(0.0, 0.951, 0.05), 2)
 SUPPORT_GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
 CONTRADICTION_GRID = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 THRESHOLDS = [(s, c) for s in SUPPORT_GRID for c in CONTRADICTION_GRID]
+#: second question (``check_contradiction``): which decided labels it may turn into
+#: ``contradicted``, and above which P(yes)
+OVERRIDES = (("not_in_source",), ("supported", "not_in_source"),
+             ("not_in_source", "not_verifiable"), ("supported", "not_in_source", "not_verifiable"))
+YES_GRID = tuple(round(t, 2) for t in np.arange(0.3, 0.951, 0.05))
+#: deterministic alternative (``unstated_contradiction_overlap_min``): a decided
+#: ``not_in_source`` whose evidence overlap reaches this becomes ``contradicted``
+UNSTATED_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
+#: ("question", labels, P(yes) threshold), ("overlap", threshold), or None (neither)
+Rule = tuple | None
 
 
 @dataclass
@@ -62,9 +72,17 @@ class Item:
     #: per (support_overlap_min, contradiction_overlap_min): 4 label indexes, what the
     #: signals turn each decided label into
     signal: dict[tuple[float, float], np.ndarray]
+    #: P(yes) of the ``check_contradiction`` question, when the run asked it
+    contradiction_yes: float | None = None
+    #: the claim's lexical overlap with its located evidence (judge.signals)
+    overlap: float = 0.0
 
 
-def load_items(gold_path: Path, db_path: Path, version: str, config: JudgeConfig) -> list[Item]:
+def load_items(gold_path: Path, db_path: Path, versions: list[str], config: JudgeConfig
+               ) -> list[Item]:
+    """Items with the stored answers of ``versions[0]``; the ``check_contradiction`` answer
+    comes from the first listed version that asked it (a run only asks it for the labels it
+    may change, so a second run can fill in the rest)."""
     gold = load_gold(gold_path)
     conv = gold_to_records(gold.entries)
     records = {r["id"]: AnswerRecord.model_validate(r) for r in conv.records}
@@ -75,21 +93,26 @@ def load_items(gold_path: Path, db_path: Path, version: str, config: JudgeConfig
         ref = conv.refs.get(it.id)
         if ref is None:
             continue
-        row = db.execute(
+        rows = [db.execute(
             "select call_ids, evidence from verdicts where claim_id = ? and judge_version = ?",
             (ref.claim_id, version),
-        ).fetchone()
+        ).fetchone() for version in versions]
+        row = rows[0]
         if row is None:
-            print(f"warning: no verdict for {it.id} under {version}", file=sys.stderr)
+            print(f"warning: no verdict for {it.id} under {versions[0]}", file=sys.stderr)
             continue
-        answers = []
-        for call_id in json.loads(row[0]):
-            call = db.execute(
-                "select parsed from calls where id = ? and purpose = 'score' and error is null",
-                (call_id,),
-            ).fetchone()
-            if call and call[0]:
-                answers.append(json.loads(call[0])["logprobs"])
+        answers, yes = [], None
+        for number, other in enumerate(rows):
+            for call_id in json.loads(other[0]) if other else []:
+                call = db.execute(
+                    "select purpose, parsed from calls where id = ? and error is null "
+                    "and purpose in ('score', 'contradiction')",
+                    (call_id,),
+                ).fetchone()
+                if call and call[1] and call[0] == "score" and number == 0:
+                    answers.append(json.loads(call[1])["logprobs"])
+                elif call and call[1] and call[0] == "contradiction" and yes is None:
+                    yes = yes_probability(json.loads(call[1])["logprobs"])
         if not answers:  # judge_error: stays an error under any rule
             continue
         scores = combine(answers)  # several voting prompts: as the pipeline combines them
@@ -105,7 +128,9 @@ def load_items(gold_path: Path, db_path: Path, version: str, config: JudgeConfig
                 LABELS.index(apply_signals(it.claim, label, evidence, record, cfg)[0])
                 for label in LABELS
             ])
-        items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal))
+        overlap = evidence_overlap(it.claim, evidence, record)
+        items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal, yes,
+                          overlap))
     return items
 
 
@@ -114,15 +139,48 @@ def balanced_accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
     return float(np.mean(recalls))
 
 
-def predict(items: list[Item], bias: np.ndarray, signals: tuple[float, float] | None
-            ) -> np.ndarray:
+def balanced_accuracies(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Balanced accuracy of each row of ``pred`` (rules × items)."""
+    recalls = [((pred == k) & (gold == k)).sum(1) / (gold == k).sum()
+               for k in range(4) if (gold == k).any()]
+    return np.mean(recalls, axis=0)
+
+
+def predict(items: list[Item], bias: np.ndarray, signals: tuple[float, float] | None,
+            contradiction: Rule = None) -> np.ndarray:
     sig = np.stack([i.signal[signals] for i in items]) if signals else None
-    return _predict(np.stack([i.logprobs for i in items]), sig, bias)
+    return _predict(np.stack([i.logprobs for i in items]), sig, bias, _features(items),
+                    contradiction)
 
 
-def _predict(lp: np.ndarray, sig: np.ndarray | None, bias: np.ndarray) -> np.ndarray:
-    pred = (lp + bias).argmax(1)
-    return sig[np.arange(len(pred)), pred] if sig is not None else pred
+def _features(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([i.contradiction_yes or 0.0 for i in items]),
+            np.array([i.overlap for i in items]))
+
+
+def _predict(lp: np.ndarray, sig: np.ndarray | None, bias: np.ndarray,
+             features: tuple[np.ndarray, np.ndarray] | None = None,
+             contradiction: Rule = None) -> np.ndarray:
+    pred = (lp + bias).argmax(-1)
+    pred = _override(pred, features, contradiction)
+    return sig[np.arange(pred.shape[-1]), pred] if sig is not None else pred
+
+
+def _override(decided: np.ndarray, features: tuple[np.ndarray, np.ndarray] | None,
+              rule: Rule) -> np.ndarray:
+    """Turn decided labels into ``contradicted`` before the signals, as the pipeline does:
+    by the second question (a listed label and P(yes) above the threshold) or by the
+    deterministic rule (``not_in_source`` on evidence overlapping the claim this much).
+    The signals' gate (``contradiction_overlap_min``) still applies afterwards."""
+    if rule is None or features is None:
+        return decided
+    yes, overlap = features
+    if rule[0] == "question":
+        _, labels, above = rule
+        hit = np.isin(decided, [LABELS.index(name) for name in labels]) & (yes > above)
+    else:
+        hit = (decided == LABELS.index("not_in_source")) & (overlap >= rule[1])
+    return np.where(hit, 1, decided)
 
 
 def support_prob(items: list[Item], bias: np.ndarray) -> np.ndarray:
@@ -131,31 +189,48 @@ def support_prob(items: list[Item], bias: np.ndarray) -> np.ndarray:
     return e[:, 0] / e.sum(1)
 
 
+def rules_for(items: list[Item]) -> list[Rule]:
+    """Neither rule; the deterministic rule at every threshold; and, when the items have
+    answers to the second question, every (labels, P(yes) threshold) of it."""
+    rules: list[Rule] = [None, *(("overlap", m) for m in UNSTATED_GRID)]
+    if all(i.contradiction_yes is not None for i in items):
+        rules += [("question", labels, t) for labels in OVERRIDES for t in YES_GRID]
+    return rules
+
+
 def search(items: list[Item]) -> tuple[dict, int]:
-    """Best (bias, signal thresholds) by balanced accuracy, then accuracy, then the
-    smallest total bias; ``signals`` None means the signals are off."""
+    """Best (bias, signal thresholds, contradiction rule) by balanced accuracy, then
+    accuracy, then the smallest total bias; ``signals`` None means the signals are off.
+    Vectorised over the bias grid."""
     gold = np.array([i.gold for i in items])
     lp = np.stack([i.logprobs for i in items])
+    features = _features(items)
+    biases = np.array([[0.0, *b] for b in itertools.product(GRID, repeat=3)])
+    decided = (lp[None, :, :] + biases[:, None, :]).argmax(2)  # biases × items
+    size = -np.abs(biases).sum(1)
     best, tried = None, 0
     for signals in (None, *items[0].signal):  # off, then every threshold pair computed
         sig = np.stack([i.signal[signals] for i in items]) if signals else None
-        for b in itertools.product(GRID, repeat=3):
-            tried += 1
-            bias = np.array([0.0, *b])
-            pred = _predict(lp, sig, bias)
-            key = (balanced_accuracy(pred, gold), float((pred == gold).mean()),
-                   -float(np.abs(bias).sum()))
+        for rule in rules_for(items):
+            tried += len(biases)
+            pred = _override(decided, features, rule)
+            if sig is not None:
+                pred = sig[np.arange(len(items))[None, :], pred]
+            bal = balanced_accuracies(pred, gold)
+            acc = (pred == gold).mean(1)
+            k = max(range(len(biases)), key=lambda j: (bal[j], acc[j], size[j]))
+            key = (float(bal[k]), float(acc[k]), float(size[k]))
             if best is None or key > best[0]:
-                best = (key, bias, signals)
+                best = (key, biases[k], signals, rule)
     assert best is not None
-    return {"bias": best[1], "signals": best[2], "balanced_accuracy": best[0][0],
-            "accuracy": best[0][1]}, tried
+    return {"bias": best[1], "signals": best[2], "contradiction": best[3],
+            "balanced_accuracy": best[0][0], "accuracy": best[0][1]}, tried
 
 
 def queue_threshold(items: list[Item], bias: np.ndarray, signals: tuple[float, float] | None,
-                    recall: float) -> dict:
+                    recall: float, contradiction: Rule = None) -> dict:
     gold = np.array([i.gold for i in items])
-    pred = predict(items, bias, signals)
+    pred = predict(items, bias, signals, contradiction)
     p_s = support_prob(items, bias)
     rejected = gold != 0
     for t in QUEUE_GRID:
@@ -190,7 +265,8 @@ def cross_validated(items: list[Item], folds: int = 10) -> float:
             continue
         rest = [items[k] for k in range(len(items)) if fold[k] != f]
         fit, _ = search(rest)
-        pred[held] = predict([items[k] for k in held], fit["bias"], fit["signals"])
+        pred[held] = predict([items[k] for k in held], fit["bias"], fit["signals"],
+                             fit["contradiction"])
     return balanced_accuracy(pred, gold)
 
 
@@ -207,7 +283,9 @@ def per_dataset(items: list[Item], pred: np.ndarray) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", type=Path, required=True)
-    parser.add_argument("--version", required=True, help="judge version of the scores run")
+    parser.add_argument("--version", required=True, action="append",
+                        help="judge version of the scores run; repeat to take answers to the "
+                             "contradiction question from further runs")
     parser.add_argument("--gold", type=Path, default=ROOT / "tuning_subset.jsonl")
     parser.add_argument("--queue-recall", type=float, default=0.9)
     parser.add_argument("--cv", action="store_true", help="also 10-fold cross-validation")
@@ -220,17 +298,25 @@ def main() -> int:
         return 1
     fit, tried = search(items)
     gold = np.array([i.gold for i in items])
-    pred = predict(items, fit["bias"], fit["signals"])
+    pred = predict(items, fit["bias"], fit["signals"], fit["contradiction"])
     raw = predict(items, np.zeros(4), None)
-    queue = queue_threshold(items, fit["bias"], fit["signals"], args.queue_recall)
+    queue = queue_threshold(items, fit["bias"], fit["signals"], args.queue_recall,
+                            fit["contradiction"])
+    rule = fit["contradiction"]
     confusion = [[int(((gold == g) & (pred == p)).sum()) for p in range(4)] for g in range(4)]
     report = {
-        "gold": str(args.gold), "version": args.version, "n": len(items),
+        "gold": str(args.gold), "version": args.version[0],
+        "contradiction_answers_from": args.version if len(args.version) > 1 else None,
+        "n": len(items),
         "configurations_tried": tried + queue["tried"],
         "label_bias": {LABELS[k]: float(fit["bias"][k]) for k in range(1, 4)},
         "signals": fit["signals"] is not None,
         "support_overlap_min": fit["signals"][0] if fit["signals"] else None,
         "contradiction_overlap_min": fit["signals"][1] if fit["signals"] else None,
+        "contradiction_overrides": list(rule[1]) if rule and rule[0] == "question" else None,
+        "contradiction_yes_above": rule[2] if rule and rule[0] == "question" else None,
+        "unstated_contradiction_overlap_min": rule[1] if rule and rule[0] == "overlap"
+        else None,
         "review_support_below": queue["review_support_below"],
         "tuning_fit": {
             "balanced_accuracy": round(fit["balanced_accuracy"], 3),

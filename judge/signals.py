@@ -1,7 +1,7 @@
 """Deterministic signals that may override the judge model's label.
 
 A small model says "supported" far too often (issue 5: lenient rate 68 % on the tuning
-split) and almost never "not_verifiable". Three program rules, each recorded in the
+split) and almost never "not_verifiable". Program rules, each recorded in the
 verdict's rationale with the model's original label:
 
 1. opinion-like wording (first/second person, feelings, small talk) with little lexical
@@ -11,7 +11,10 @@ verdict's rationale with the model's original label:
 3. "supported" while the evidence shares too few of the claim's words → ``not_in_source``;
 4. "contradicted" while the evidence shares too few of the claim's words → ``not_in_source``:
    evidence can only make a claim false when it is about the same thing (off by default;
-   ``contradiction_overlap_min``).
+   ``contradiction_overlap_min``);
+5. "not_in_source" while the evidence shares many of the claim's words → ``contradicted``:
+   evidence about the claim's subject that does not state it states something else (off by
+   default; ``unstated_contradiction_overlap_min``).
 
 Thresholds live in the judge config (part of the judge version); they were chosen on the
 tuning split of the external dev sets only.
@@ -74,6 +77,16 @@ def apply_signals(
                 f"{was}; the evidence covers the claim (overlap {overlap:.2f}) but not its "
                 f"numbers/dates/versions ({missing})"
             )
+    unstated = config.unstated_contradiction_overlap_min
+    if (
+        label == Label.NOT_IN_SOURCE
+        and unstated is not None
+        and overlap >= max(unstated, config.contradiction_overlap_min)
+    ):
+        return Label.CONTRADICTED.value, (
+            f"{was}; the evidence is about the claim's subject (overlap {overlap:.2f} >= "
+            f"{unstated}) yet does not state it, so it states something else"
+        )
     if label == Label.CONTRADICTED and overlap < config.contradiction_overlap_min:
         return Label.NOT_IN_SOURCE.value, (
             f"{was}; the evidence is not about the claim's subject (overlap {overlap:.2f} < "

@@ -47,3 +47,19 @@ def test_contradiction_needs_evidence_about_the_same_subject() -> None:
     on_topic = "Python 3.11 removed the tomllib module from the standard library."
     assert apply_signals(on_topic, "contradicted", EV, REC, cfg) == ("contradicted", None)
     assert apply_signals(off_topic, "contradicted", EV, REC, CFG)[0] == "contradicted"
+
+
+def test_unstated_claim_on_the_same_subject_becomes_contradicted() -> None:
+    cfg = CFG.model_copy(update={"unstated_contradiction_overlap_min": 0.5,
+                                 "contradiction_overlap_min": 0.3})
+    on_topic = "Python 3.11 removed the tomllib module from the standard library."
+    label, note = apply_signals(on_topic, "not_in_source", EV, REC, cfg)
+    assert label == "contradicted" and note and "yet does not state it" in note
+    # off-topic evidence leaves not_in_source alone; the rule is off unless configured
+    assert apply_signals("The Eiffel Tower opened in 1889.", "not_in_source", EV, REC,
+                         cfg) == ("not_in_source", None)
+    assert apply_signals(on_topic, "not_in_source", EV, REC, CFG) == ("not_in_source", None)
+    # the subject gate (contradiction_overlap_min) bounds it from below too
+    strict = cfg.model_copy(update={"unstated_contradiction_overlap_min": 0.1,
+                                    "contradiction_overlap_min": 0.95})
+    assert apply_signals(on_topic, "not_in_source", EV, REC, strict)[0] == "not_in_source"

@@ -35,7 +35,8 @@ def test_search_finds_the_bias_that_undoes_a_supported_lean() -> None:
     raw = tune.predict(items, np.zeros(4), None)
     assert tune.balanced_accuracy(raw, gold) == 0.25   # argmax says supported everywhere
     fit, tried = tune.search(items)
-    assert tried == 2 * len(tune.GRID) ** 3              # signals off, and on at one pair
+    # signals off and on at one pair, each without and with the deterministic rule
+    assert tried == 2 * len(tune.GRID) ** 3 * (1 + len(tune.UNSTATED_GRID))
     assert fit["balanced_accuracy"] == 1.0
     assert all(b > 0 for b in fit["bias"][1:])         # non-supported labels pushed up
     assert fit["signals"] is None                      # identity signals add nothing: off wins
@@ -54,3 +55,42 @@ def test_queue_threshold_reaches_the_recall_asked_for() -> None:
     out = tune.queue_threshold(sure + doubtful, np.zeros(4), None, recall=0.9)
     assert out["review_support_below"] == 0.65
     assert out["queue_recall"] == 1.0 and out["queue_load"] == 0.5
+
+
+def test_search_fits_the_contradiction_question_when_items_have_its_answers() -> None:
+    # the first question never tells contradicted from not_in_source (both lean to
+    # not_in_source); the second question's P(yes) does: high for contradicted claims
+    items = []
+    for k in range(40):
+        gold = 1 if k % 2 else 2
+        it = item(k, gold, [0.1, 0.3, 0.5, 0.1])
+        it.contradiction_yes = 0.8 if gold == 1 else 0.4
+        items.append(it)
+    gold = np.array([i.gold for i in items])
+    assert tune.balanced_accuracy(tune.predict(items, np.zeros(4), None), gold) == 0.5
+    fit, tried = tune.search(items)
+    assert tried == 2 * len(tune.GRID) ** 3 * (
+        1 + len(tune.UNSTATED_GRID) + len(tune.OVERRIDES) * len(tune.YES_GRID))
+    kind, labels, above = fit["contradiction"]
+    assert kind == "question"
+    assert "not_in_source" in labels and 0.4 <= above < 0.8
+    assert fit["balanced_accuracy"] == 1.0
+    # without answers to the second question, only the deterministic rule is tried; the
+    # overlap (the same for both labels here) cannot separate them
+    for it in items:
+        it.contradiction_yes = None
+    assert tune.search(items)[0]["contradiction"] is None
+
+
+def test_search_fits_the_deterministic_rule_on_overlap() -> None:
+    # not_in_source decided everywhere; contradicted claims have evidence on their subject
+    items = []
+    for k in range(40):
+        gold = 1 if k % 2 else 2
+        it = item(k, gold, [0.1, 0.2, 0.6, 0.1])
+        it.overlap = 0.65 if gold == 1 else 0.2
+        items.append(it)
+    fit, _ = tune.search(items)
+    assert fit["contradiction"] in {("overlap", 0.3), ("overlap", 0.4), ("overlap", 0.5),
+                                    ("overlap", 0.6)}
+    assert fit["balanced_accuracy"] == 1.0
