@@ -38,14 +38,17 @@ SCHEMA_VERSION = "1"
 #: "supported" verdicts go to review. Thresholds were fitted on the tuning split only
 #: (gold/tune_scores.py → gold/reports/tuning_scores_v1.json); v1 and v2 voting
 #: (``choose_label = "v1+v2"``) fitted better on the tuning split but measured no better on
-#: the check subset at 2.7 times the cost, so it is not the default. The library defaults (batch,
-#: no signals) suit strong models, whose paraphrases a lexical-overlap rule would punish.
+#: the check subset at 2.7 times the cost, so it is not the default. Abstention statements
+#: ("the sources do not say …") are checked by the program (judge.abstention). The library
+#: defaults (batch, no signals) suit strong models, whose paraphrases a lexical-overlap rule
+#: would punish.
 EMBEDDED_PROFILE: dict[str, Any] = {
     "strategy": "scores",
     "signals": True,
     "prompts": {"split_claims": "v1", "choose_label": "v1"},
     "contradiction_overlap_min": 0.5,
     "review_support_below": 0.35,
+    "abstention_check": True,
 }
 
 
@@ -80,6 +83,12 @@ class JudgeConfig(BaseModel):
     #: words (and at least ``contradiction_overlap_min``) becomes "contradicted": evidence
     #: about the claim's subject that does not state it (None: off).
     unstated_contradiction_overlap_min: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: Abstention statements ("the sources do not say …") are checked by the program:
+    #: silent sources → supported, a source sentence covering the topic → contradicted
+    #: (judge.abstention).
+    abstention_check: bool = False
+    abstention_covered_min: float = Field(default=0.6, ge=0.0, le=1.0)
+    abstention_silent_max: float = Field(default=0.3, ge=0.0, le=1.0)
     #: Queue policy: a "supported" verdict whose program-computed strength is below this
     #: goes to review as ``weak_evidence``.
     review_strength_below: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -116,6 +125,9 @@ class JudgeConfig(BaseModel):
         "numbers_overlap_min",
         "contradiction_overlap_min",
         "unstated_contradiction_overlap_min",
+        "abstention_check",
+        "abstention_covered_min",
+        "abstention_silent_max",
         "review_strength_below",
         "label_bias",
         "review_support_below",
@@ -135,6 +147,9 @@ class JudgeConfig(BaseModel):
         "contradiction_yes_above": 1.0,
         "contradiction_overrides": ["not_in_source"],
         "unstated_contradiction_overlap_min": None,
+        "abstention_check": False,
+        "abstention_covered_min": 0.6,
+        "abstention_silent_max": 0.3,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
@@ -173,6 +188,15 @@ class JudgeConfig(BaseModel):
         if unknown:
             raise ValueError(f"contradiction_overrides names {unknown}; allowed: {allowed}")
         return sorted(set(value), key=LABELS.index)
+
+    @model_validator(mode="after")
+    def _abstention_thresholds(self) -> JudgeConfig:
+        if self.abstention_silent_max >= self.abstention_covered_min:
+            raise ValueError(
+                f"abstention_silent_max ({self.abstention_silent_max}) must be below "
+                f"abstention_covered_min ({self.abstention_covered_min})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _second_question_needs_scores(self) -> JudgeConfig:

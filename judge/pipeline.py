@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import checks as checks_mod
+from judge.abstention import check_abstention, looks_like_abstention
 from judge.citations import segment_answer
 from judge.config import JudgeConfig, judge_version
 from judge.excerpts import locate_excerpts
@@ -29,14 +30,6 @@ from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, La
 MAX_EVIDENCE, MAX_QUOTE, MAX_RATIONALE = 3, 1000, 600
 
 
-_ABSTENTION = re.compile(
-    r"(未提及|沒有提及|没有提及|未涵蓋|沒有涵蓋|無法確認|无法确认|未說明|沒有說明|資料不足|"
-    r"not (mentioned|covered|stated|specified|addressed)|do(es)? not (say|mention|cover|state|"
-    r"specify)|insufficient (information|evidence)|no information (about|on))",
-    re.IGNORECASE,
-)
-
-
 @dataclass
 class AnswerResult:
     record: AnswerRecord
@@ -50,10 +43,6 @@ class AnswerResult:
 def claim_id(answer_id: str, text: str, occurrence: int = 0) -> str:
     norm = unicodedata.normalize("NFKC", text).strip()
     return "c-" + content_hash([answer_id, norm, occurrence])[:16]
-
-
-def looks_like_abstention(text: str) -> bool:
-    return bool(_ABSTENTION.search(text))
 
 
 def answer_status(claims: list[Claim]) -> AnswerStatus:
@@ -350,6 +339,12 @@ class Pipeline:
                 if signal_note:
                     rationale = f"{rationale} [program: {signal_note}]"
                     subtype = None if label == Label.SUPPORTED else subtype
+            if self.config.abstention_check and claim.is_abstention:
+                label, subtype, evidence, rationale, decided = self._abstention(
+                    record, claim, label, subtype, evidence, rationale, reasons
+                )
+                if decided:  # by the program: the model's P(supported) is moot
+                    support = None
             if located is not None or (label != Label.SUPPORTED and subtype is None):
                 subtype = derive_subtype(claim.text, label, evidence, record)
             label, subtype, note = derive_misattribution(claim, label, subtype, evidence)
@@ -388,6 +383,31 @@ class Pipeline:
             error=error,
             call_ids=call_ids,
         )
+
+
+    def _abstention(
+        self,
+        record: AnswerRecord,
+        claim: Claim,
+        label: str,
+        subtype: str | None,
+        evidence: list[Evidence],
+        rationale: str | None,
+        reasons: list[str],
+    ) -> tuple[str, str | None, list[Evidence], str | None, bool]:
+        """An abstention is checked by the program: are the sources really silent? The last
+        item says whether the program decided the label."""
+        finding = check_abstention(
+            claim.text, record, self.config.abstention_covered_min,
+            self.config.abstention_silent_max,
+        )
+        note = f"[program: {finding.note}; the model said {label}]"
+        rationale = f"{rationale} {note}" if rationale else note
+        if finding.label is None:
+            reasons.append("abstention_unsettled")
+            return label, subtype, evidence, rationale, False
+        found = [finding.evidence] if finding.evidence else []
+        return finding.label, None, found, rationale, True
 
 
 def excerpt_data(located: list[Evidence]) -> list[dict[str, str]]:

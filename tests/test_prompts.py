@@ -86,7 +86,8 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
     changed = {"label_bias": {"supported": -1.0}, "review_support_below": 0.3,
                "contradiction_overlap_min": 0.5, "contradiction_yes_above": 0.5,
                "contradiction_overrides": ["supported", "not_in_source"],
-               "unstated_contradiction_overlap_min": 0.5}
+               "unstated_contradiction_overlap_min": 0.5, "abstention_check": True,
+               "abstention_covered_min": 0.7, "abstention_silent_max": 0.2}
     assert set(changed) == set(JudgeConfig.NEUTRAL)
     for name, value in changed.items():
         assert judge_version(base.model_copy(update={name: value}), hashes) != \

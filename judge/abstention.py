@@ -1,0 +1,92 @@
+"""Abstention statements ("the sources do not say …", 候選筆記未提及 …) and the check of them.
+
+Design principle 3: an answer that says the sources do not cover something is honest, not a
+hallucination, and is checked like any claim: *is it true that the sources are silent?*
+Asking a small model whether the excerpts "state" such a claim gets the question backwards
+(they never state their own silence), so with ``abstention_check`` on, the program decides:
+it removes the abstention wording and the words that name the sources, and looks for the
+remaining topic in every sentence of every source (silence is a property of the whole source,
+not of a located excerpt):
+
+* a sentence covering at least ``abstention_covered_min`` of the topic's words → the sources
+  do speak about it: ``contradicted``, with that sentence as evidence;
+* no sentence covering more than ``abstention_silent_max`` of them → ``supported``: the
+  sources are silent, and the verdict says so with the best overlap found;
+* in between → the model's label stands and the claim goes to review (``abstention_unsettled``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from judge.records import AnswerRecord
+from judge.text import lexical_overlap, split_sentences, tokens
+from judge.verdicts import Evidence, Label
+
+ABSTENTION = re.compile(
+    r"(未提及|沒有提及|没有提及|未涵蓋|沒有涵蓋|無法確認|无法确认|未說明|沒有說明|資料不足|"
+    r"not (mentioned|covered|stated|specified|addressed)|do(es)? not (say|mention|cover|state|"
+    r"specify)|insufficient (information|evidence)|no information (about|on))",
+    re.IGNORECASE,
+)
+
+#: Words that name the sources rather than the topic ("the notes do not say whether …").
+_SOURCE_WORDS = re.compile(
+    r"\b(the\s+)?(sources?|notes?|documents?|documentation|context|passages?|excerpts?|"
+    r"information|whether|if|any|anything)\b|候選筆記|筆記|來源|文件|摘錄|任何|是否",
+    re.IGNORECASE,
+)
+
+
+def looks_like_abstention(text: str) -> bool:
+    return bool(ABSTENTION.search(text))
+
+
+def abstention_topic(text: str) -> str:
+    """What the statement says the sources are silent about."""
+    return " ".join(_SOURCE_WORDS.sub(" ", ABSTENTION.sub(" ", text)).split())
+
+
+@dataclass(frozen=True)
+class AbstentionFinding:
+    label: str | None  # None: unsettled, the model's label stands
+    coverage: float
+    evidence: Evidence | None
+    note: str
+
+
+def check_abstention(
+    text: str, record: AnswerRecord, covered_min: float, silent_max: float
+) -> AbstentionFinding:
+    topic = abstention_topic(text)
+    if not tokens(topic):
+        return AbstentionFinding(None, 0.0, None, "abstention with no topic left to look for")
+    best: tuple[float, float, Evidence | None] = (0.0, 0.0, None)
+    for source in record.sources:
+        content = source.content
+        for start, end in split_sentences(content) or [(0, len(content))]:
+            sentence = content[start:end]
+            # share of the topic in the sentence; ties go to the sentence most about it
+            score = (lexical_overlap(topic, sentence), lexical_overlap(sentence, topic))
+            if score > best[:2]:
+                ev = Evidence(source_id=source.id, quote=sentence, found=True,
+                              start=start, end=end)
+                best = (*score, ev)
+    coverage, _, evidence = best
+    if coverage >= covered_min:
+        return AbstentionFinding(
+            Label.CONTRADICTED.value, coverage, evidence,
+            f"the claim says the sources are silent on '{topic}', but {evidence.source_id} "  # type: ignore[union-attr]
+            f"covers {coverage:.2f} of it",
+        )
+    if coverage <= silent_max:
+        return AbstentionFinding(
+            Label.SUPPORTED.value, coverage, None,
+            f"the sources are silent on '{topic}' (no sentence covers more than "
+            f"{coverage:.2f} of it)",
+        )
+    return AbstentionFinding(
+        None, coverage, evidence,
+        f"a sentence covers {coverage:.2f} of '{topic}': unsettled, for review",
+    )
