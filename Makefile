@@ -53,6 +53,7 @@ eval: $(STAMP)
 	mkdir -p out
 	$(BIN)/judge eval-gold $(EVAL_GOLD) --db $(EVAL_DB) --output-json out/eval.json --html out/eval.html
 	$(BIN)/python -m judge.evaluation --update-readme out/eval.json --readme README.md
+	$(BIN)/python -m judge.history --readme README.md
 
 # The larger check subset (156 items, gold/eval_large.jsonl; about 20 min with the default):
 # tighter intervals, same rules; its report goes to out/eval_large.{json,html}.

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT.parent))
 from judge.config import JudgeConfig  # noqa: E402
 from judge.evaluation import gold_to_records  # noqa: E402
 from judge.gold import load_gold  # noqa: E402
+from judge.linear import features  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.scores import combine, yes_probability  # noqa: E402
 from judge.signals import apply_signals, evidence_overlap  # noqa: E402
@@ -76,6 +77,8 @@ class Item:
     contradiction_yes: float | None = None
     #: the claim's lexical overlap with its located evidence (judge.signals)
     overlap: float = 0.0
+    #: judge.linear features (default thresholds), for gold/fit_linear.py
+    features: dict[str, float] | None = None
 
 
 def load_items(gold_path: Path, db_path: Path, versions: list[str], config: JudgeConfig
@@ -129,8 +132,10 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
                 for label in LABELS
             ])
         overlap = evidence_overlap(it.claim, evidence, record)
+        values = features(it.claim, scores, evidence, record, config.support_overlap_min,
+                          config.numbers_overlap_min)
         items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal, yes,
-                          overlap))
+                          overlap, values))
     return items
 
 

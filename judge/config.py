@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.linear import ScoreModel
 from judge.prompts import prompt_versions
 from judge.records import content_hash
 from judge.verdicts import LABELS
@@ -31,25 +32,18 @@ VOTING_PROMPTS = ("choose_label",)
 SCHEMA_VERSION = "1"
 
 
-#: Settings the embedded default model runs with unless a config says otherwise (issue 5):
-#: the program locates evidence, the model answers one multiple-choice question per claim,
-#: the program decides from the option letters' log-probabilities (plus a per-label bias,
-#: fitted to zero here), deterministic signals correct what the scores miss, and doubtful
-#: "supported" verdicts go to review. Thresholds were fitted on the tuning split only
-#: (gold/tune_scores.py → gold/reports/tuning_scores_v1.json); v1 and v2 voting
-#: (``choose_label = "v1+v2"``) fitted better on the tuning split but measured no better on
-#: the check subset at 2.7 times the cost, so it is not the default. Abstention statements
-#: ("the sources do not say …") are checked by the program (judge.abstention). The library
-#: defaults (batch, no signals) suit strong models, whose paraphrases a lexical-overlap rule
-#: would punish.
-EMBEDDED_PROFILE: dict[str, Any] = {
-    "strategy": "scores",
-    "signals": True,
-    "prompts": {"split_claims": "v1", "choose_label": "v1"},
-    "contradiction_overlap_min": 0.5,
-    "review_support_below": 0.35,
-    "abstention_check": True,
-}
+#: Settings the embedded default model runs with unless a config says otherwise (issue 5),
+#: from ``judge/profiles/embedded.toml``: the program locates evidence, the model answers one
+#: multiple-choice question per claim, and a linear rule fitted on the tuning split only
+#: (gold/fit_linear.py) decides from the option letters' log-probabilities and the program's
+#: evidence features (judge.linear); doubtful "supported" verdicts go to review, and
+#: abstention statements ("the sources do not say …") are checked by the program
+#: (judge.abstention). What was tried and not adopted is in README and gold/reports. The
+#: library defaults (batch, no signals) suit strong models, whose paraphrases a
+#: lexical-overlap rule would punish.
+EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
+    (Path(__file__).parent / "profiles" / "embedded.toml").read_text(encoding="utf-8")
+)["judge"]
 
 
 class JudgeConfig(BaseModel):
@@ -103,6 +97,10 @@ class JudgeConfig(BaseModel):
     #: ``contradiction_overrides`` becomes ``contradicted`` when P(yes) is above this.
     contradiction_yes_above: float = Field(default=1.0, ge=0.0, le=1.0)
     contradiction_overrides: list[str] = Field(default_factory=lambda: ["not_in_source"])
+    #: "scores": a linear rule over the option log-probabilities and the program's evidence
+    #: features (judge.linear), fitted by gold/fit_linear.py; replaces ``label_bias`` and
+    #: the signal overrides (the signals become its features).
+    score_model: ScoreModel | None = None
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.
@@ -133,6 +131,7 @@ class JudgeConfig(BaseModel):
         "review_support_below",
         "contradiction_yes_above",
         "contradiction_overrides",
+        "score_model",
         "verify_batch_size",
         "max_claims_per_answer",
     )
@@ -150,6 +149,7 @@ class JudgeConfig(BaseModel):
         "abstention_check": False,
         "abstention_covered_min": 0.6,
         "abstention_silent_max": 0.3,
+        "score_model": None,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
@@ -199,6 +199,15 @@ class JudgeConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _score_model_needs_scores(self) -> JudgeConfig:
+        if self.score_model is not None and self.strategy != "scores":
+            raise ValueError(
+                f"score_model decides from option scores: it needs strategy 'scores', "
+                f"not {self.strategy!r}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _second_question_needs_scores(self) -> JudgeConfig:
         if "check_contradiction" in self.prompts and self.strategy != "scores":
             raise ValueError(
@@ -225,7 +234,10 @@ class JudgeConfig(BaseModel):
         return cls.model_validate(data)
 
     def versioned_fields(self) -> dict[str, Any]:
-        fields = {name: getattr(self, name) for name in self.VERSIONED}
+        fields = {
+            name: value.model_dump() if isinstance(value, BaseModel) else value
+            for name, value in ((n, getattr(self, n)) for n in self.VERSIONED)
+        }
         return {
             name: value
             for name, value in fields.items()

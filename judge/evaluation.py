@@ -958,13 +958,19 @@ def queue_projection(data: dict[str, Any]) -> list[str]:
 
 def update_readme(readme: Path, data: dict[str, Any]) -> None:
     """Replace the text between the quality markers; refuse when they are missing."""
+    replace_block(readme, QUALITY_START, QUALITY_END, quality_table(data))
+
+
+def replace_block(readme: Path, start_marker: str, end_marker: str, body: str) -> None:
+    """Replace the text between two markers of a generated block; refuse (and change
+    nothing) when they are missing."""
     text = readme.read_text(encoding="utf-8")
-    start, end = text.find(QUALITY_START), text.find(QUALITY_END)
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < 0 or end < start:
         raise EvaluationError(
-            f"{readme} has no '{QUALITY_START}' ... '{QUALITY_END}' markers (in that order); "
-            "add them where the quality table belongs. Nothing was changed.")
-    new = text[:start + len(QUALITY_START)] + "\n" + quality_table(data) + "\n" + text[end:]
+            f"{readme} has no '{start_marker}' ... '{end_marker}' markers (in that order); "
+            "add them where the generated block belongs. Nothing was changed.")
+    new = text[:start + len(start_marker)] + "\n" + body + "\n" + text[end:]
     if new != text:
         readme.write_text(new, encoding="utf-8")
 

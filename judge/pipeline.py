@@ -17,6 +17,7 @@ from judge.abstention import check_abstention, looks_like_abstention
 from judge.citations import segment_answer
 from judge.config import JudgeConfig, judge_version
 from judge.excerpts import locate_excerpts
+from judge.linear import decide_linear, features
 from judge.models.client import CallFailed, ModelClient
 from judge.prompts import prompt_versions, prompts_dir, render, template_hash
 from judge.records import AnswerRecord, Citation, content_hash
@@ -237,8 +238,20 @@ class Pipeline:
                 return self._verdict(record, claim, None, error, [*calls, exc.call_id])
             calls.append(call)
             answers.append(logprobs)
-        label, probs = decide(combine(answers), self.config.label_bias)
+        combined = combine(answers)
+        label, probs = decide(combined, self.config.label_bias)
         rationale = f"scores on program-located excerpts: {describe(probs)}"
+        if self.config.score_model is not None:
+            values = features(
+                claim.text, combined, located, record,
+                self.config.support_overlap_min, self.config.numbers_overlap_min,
+            )
+            label, probs = decide_linear(values, self.config.score_model)
+            rationale = (
+                f"linear rule on scores and evidence: {describe(probs)} (overlap "
+                f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
+                f"opinion wording {int(values['opinion'])})"
+            )
         if "check_contradiction" in self.config.prompts and (
             label in self.config.contradiction_overrides
         ):
@@ -334,7 +347,7 @@ class Pipeline:
             checks += quote_checks
             if label == Label.SUPPORTED:
                 checks.append(evidence_numbers_check(claim.text, evidence, record))
-            if self.config.signals:
+            if self.config.signals and self.config.score_model is None:  # else: its features
                 label, signal_note = apply_signals(claim.text, label, evidence, record, self.config)
                 if signal_note:
                     rationale = f"{rationale} [program: {signal_note}]"

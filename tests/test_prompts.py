@@ -7,6 +7,7 @@ import pytest
 
 from judge.config import JudgeConfig, judge_version
 from judge.prompts import PromptError, prompts_dir, render, verify_manifest
+from judge.verdicts import LABELS
 
 SOURCES = [{"id": "S1", "title": "t", "version": None, "effective_date": None, "content": "401."}]
 
@@ -87,7 +88,9 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "contradiction_overlap_min": 0.5, "contradiction_yes_above": 0.5,
                "contradiction_overrides": ["supported", "not_in_source"],
                "unstated_contradiction_overlap_min": 0.5, "abstention_check": True,
-               "abstention_covered_min": 0.7, "abstention_silent_max": 0.2}
+               "abstention_covered_min": 0.7, "abstention_silent_max": 0.2,
+               "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
+                               "intercept": {label: 0.0 for label in LABELS}}}
     assert set(changed) == set(JudgeConfig.NEUTRAL)
     for name, value in changed.items():
         assert judge_version(base.model_copy(update={name: value}), hashes) != \

@@ -33,7 +33,7 @@ def test_a_well_covered_supported_claim_is_left_alone() -> None:
 
 def test_embedded_profile_applies_only_without_an_explicit_strategy_or_other_model() -> None:
     assert JudgeConfig.load().strategy == EMBEDDED_PROFILE["strategy"]
-    assert JudgeConfig.load().model == DEFAULT_MODEL and JudgeConfig.load().signals
+    assert JudgeConfig.load().model == DEFAULT_MODEL and JudgeConfig.load().score_model
     assert JudgeConfig.load(model="openai/gpt-4.1").strategy == "batch"
     assert JudgeConfig.load(strategy="batch").signals is False
 
@@ -63,3 +63,10 @@ def test_unstated_claim_on_the_same_subject_becomes_contradicted() -> None:
     strict = cfg.model_copy(update={"unstated_contradiction_overlap_min": 0.1,
                                     "contradiction_overlap_min": 0.95})
     assert apply_signals(on_topic, "not_in_source", EV, REC, strict)[0] == "not_in_source"
+
+
+def test_embedded_profile_is_the_config_the_reports_name() -> None:
+    from pathlib import Path
+    named = Path(__file__).resolve().parents[1] / "gold" / "configs" / "scores_v1_linear.toml"
+    assert JudgeConfig.load() == JudgeConfig.load(named)
+    assert JudgeConfig.load().score_model is not None

@@ -1,0 +1,109 @@
+"""A linear decision rule over the ``scores`` strategy's evidence (``score_model``).
+
+The multiple-choice question gives four log-probabilities; the program knows more about a
+claim than the model reports: how much of it the located evidence covers, whether its
+numbers are missing from evidence that covers it, whether it reads like an opinion. Instead of
+a bias per label plus hand-ordered override rules (``label_bias`` + ``signals``), a
+``score_model`` weighs all of these at once: ``score(label) = intercept + sum(weight x
+feature)``, and the best score wins (an exact tie never goes to ``supported``). The weights
+are fitted on the tuning split only (``gold/fit_linear.py``: class-balanced multinomial
+logistic regression, L2 strength chosen by grouped cross-validation), are part of the judge
+version, and every feature is computed by this module for both the fit and the pipeline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from judge.records import AnswerRecord
+from judge.scores import OPTIONS, TIE_ORDER, softmax
+from judge.verdicts import LABELS, Evidence
+
+#: The features, in a fixed order (the fit script writes weights for exactly these).
+FEATURES: tuple[str, ...] = (
+    *(f"lp_{label}" for label in OPTIONS.values()),  # log-probabilities, normalised
+    "overlap",  # share of the claim's words in the best evidence excerpt
+    "opinion",  # 1 when the claim reads like an opinion or small talk
+    "numbers_missing",  # 1 when evidence covering the claim lacks its numbers
+    "low_overlap",  # 1 when overlap is below support_overlap_min
+    "claim_length",  # log(1 + characters)
+)
+
+
+class ScoreModel(BaseModel):
+    """Weights per label and feature, and an intercept per label."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: dict[str, dict[str, float]]
+    intercept: dict[str, float]
+
+    @field_validator("weights", "intercept")
+    @classmethod
+    def _every_label(cls, value: dict) -> dict:  # type: ignore[type-arg]
+        if set(value) != set(LABELS):
+            raise ValueError(f"needs exactly the labels {list(LABELS)}, got {sorted(value)}")
+        return {label: value[label] for label in LABELS}
+
+    @field_validator("weights")
+    @classmethod
+    def _known_features(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for label, row in value.items():
+            unknown = sorted(set(row) - set(FEATURES))
+            if unknown:
+                raise ValueError(f"weights[{label!r}] names unknown features {unknown}; "
+                                 f"known: {list(FEATURES)}")
+            if any(not math.isfinite(v) for v in row.values()):
+                raise ValueError(f"weights[{label!r}] must be finite numbers")
+        return {label: {f: row[f] for f in FEATURES if f in row} for label, row in value.items()}
+
+
+def normalised(logprobs: Mapping[str, float]) -> dict[str, float]:
+    """Log-probabilities renormalised over the four options."""
+    top = max(logprobs.values())
+    norm = top + math.log(sum(math.exp(v - top) for v in logprobs.values()))
+    return {label: logprobs[label] - norm for label in OPTIONS.values()}
+
+
+def features(
+    claim_text: str,
+    logprobs: Mapping[str, float],
+    evidence: list[Evidence],
+    record: AnswerRecord,
+    support_overlap_min: float,
+    numbers_overlap_min: float,
+) -> dict[str, float]:
+    """Every feature of one claim (see ``FEATURES``)."""
+    from judge.pipeline import evidence_numbers_check
+    from judge.signals import OPINION, evidence_overlap
+
+    overlap = evidence_overlap(claim_text, evidence, record)
+    numbers_missing = overlap >= numbers_overlap_min and evidence_numbers_check(
+        claim_text, evidence, record
+    ).failed
+    lp = normalised(logprobs)
+    return {
+        **{f"lp_{label}": lp[label] for label in OPTIONS.values()},
+        "overlap": overlap,
+        "opinion": float(bool(OPINION.search(claim_text))),
+        "numbers_missing": float(numbers_missing),
+        "low_overlap": float(overlap < support_overlap_min),
+        "claim_length": math.log1p(len(claim_text)),
+    }
+
+
+def decide_linear(
+    values: Mapping[str, float], model: ScoreModel
+) -> tuple[str, dict[str, float]]:
+    """(label, probabilities): the best linear score; an exact tie never goes to supported."""
+    scores = {
+        label: model.intercept[label]
+        + sum(w * values[name] for name, w in model.weights[label].items())
+        for label in LABELS
+    }
+    probs = softmax(scores)
+    label = max(TIE_ORDER, key=lambda name: (probs[name], -TIE_ORDER.index(name)))
+    return label, probs
