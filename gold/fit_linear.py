@@ -7,8 +7,9 @@
 
 Class-balanced multinomial logistic regression over judge.linear.FEATURES (standardised for
 the fit, written back in raw units), with an L2 penalty on the weights. The penalty strength
-is chosen from ``LAMBDAS`` by grouped 10-fold cross-validated balanced accuracy (items of
-one group share a fold); each grid value is a configuration tried, and so is each
+is chosen from ``LAMBDAS`` by grouped 10-fold cross-validated class-balanced log-loss (items
+of one group share a fold; a proper scoring rule keeps the probabilities the queue reads
+honest); each grid value is a configuration tried, and so is each
 ``review_support_below`` value of the queue search (the smallest whose queue catches
 ``--queue-recall`` of the human-rejected tuning claims, judged out of fold, with 95%
 confidence).
@@ -85,17 +86,26 @@ def fit(x: np.ndarray, y: np.ndarray, lam: float) -> ScoreModel:
 
 
 def predict(items: list[Item], model: ScoreModel) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, P(supported)) exactly as the pipeline decides (judge.linear.decide_linear)."""
+    """(labels, probabilities per label) exactly as the pipeline decides
+    (judge.linear.decide_linear); column 0 is P(supported)."""
     out = [decide_linear(i.features or {}, model) for i in items]
     return (np.array([LABELS.index(label) for label, _ in out]),
-            np.array([probs[LABELS[0]] for _, probs in out]))
+            np.array([[probs[label] for label in LABELS] for _, probs in out]))
+
+
+def balanced_log_loss(probs: np.ndarray, y: np.ndarray) -> float:
+    """Mean over the gold labels present of the mean -log P(gold label): a proper scoring
+    rule, so the penalty it picks keeps the probabilities (which the queue threshold reads)
+    honest, where balanced accuracy only looks at the argmax."""
+    loss = -np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, 1.0))
+    return float(np.mean([loss[y == k].mean() for k in range(len(LABELS)) if (y == k).any()]))
 
 
 def out_of_fold(items: list[Item], lam: float, folds: int = 10
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, P(supported)) of each item from a rule fitted without its fold."""
+    """(labels, probabilities) of each item from a rule fitted without its fold."""
     pred = np.zeros(len(items), dtype=int)
-    p_s = np.zeros(len(items))
+    probs = np.zeros((len(items), len(LABELS)))
     fold = np.array([fold_of(i.id, folds) for i in items])
     for f in range(folds):
         held = np.flatnonzero(fold == f)
@@ -103,8 +113,8 @@ def out_of_fold(items: list[Item], lam: float, folds: int = 10
             continue
         rest = [items[j] for j in np.flatnonzero(fold != f)]
         model = fit(*matrix(rest), lam)
-        pred[held], p_s[held] = predict([items[j] for j in held], model)
-    return pred, p_s
+        pred[held], probs[held] = predict([items[j] for j in held], model)
+    return pred, probs
 
 
 def queue_threshold(pred: np.ndarray, p_s: np.ndarray, y: np.ndarray, recall: float) -> dict:
@@ -142,17 +152,19 @@ def main() -> int:
     y = np.array([i.gold for i in items])
     oof = {lam: out_of_fold(items, lam) for lam in LAMBDAS}
     cv = {lam: balanced_accuracy(oof[lam][0], y) for lam in LAMBDAS}
-    lam = max(LAMBDAS, key=lambda v: (cv[v], v))  # ties: the stronger penalty
+    cv_loss = {lam: balanced_log_loss(oof[lam][1], y) for lam in LAMBDAS}
+    lam = min(LAMBDAS, key=lambda v: (cv_loss[v], -v))  # ties: the stronger penalty
     model = fit(*matrix(items), lam)
-    pred, p_s = predict(items, model)
+    pred, _ = predict(items, model)
     # the queue threshold is chosen on out-of-fold verdicts: in-sample ones are optimistic,
     # so a threshold fitted on them misses the recall target on new claims
-    queue = queue_threshold(*oof[lam], y, args.queue_recall)
+    queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, args.queue_recall)
     report = {
         "gold": str(args.gold), "version": args.version, "n": len(items),
         "features": list(FEATURES),
         "configurations_tried": len(LAMBDAS) + len(QUEUE_GRID),
         "cross_validated_balanced_accuracy": {str(k): round(v, 3) for k, v in cv.items()},
+        "cross_validated_balanced_log_loss": {str(k): round(v, 4) for k, v in cv_loss.items()},
         "l2": lam,
         "score_model": model.model_dump(),
         "review_support_below": queue["review_support_below"],

@@ -3,7 +3,13 @@ of the external dev sets (the same split rule as ``make_subset.py``), for choosi
 prompts and policies. Figures that are reported come from ``eval_subset.jsonl`` (the
 check part) only; nothing here is ever reported as quality.
 
-    python gold/make_tuning.py [--per-dataset 12]
+Round 1 (``--per-dataset``) draws short-source items only. Round 2 (``--second-round``)
+draws further items the way the check subsets are drawn: random short-source items first,
+then the shortest remaining ones fill a label's quota. Round 1 alone left the tuning set
+without WiCE's long excerpts and without Factcheck-GPT's ``not_verifiable`` items, both of
+which the check subsets hold. Round 1's items come first, unchanged.
+
+    python gold/make_tuning.py [--per-dataset 40] [--second-round 30]
 """
 
 from __future__ import annotations
@@ -45,14 +51,44 @@ def build(per_dataset: int) -> list[dict]:
     return chosen
 
 
+def second_round(first: list[dict], per_dataset: int) -> list[dict]:
+    """More tuning items, not in ``first``, drawn like the check subsets (short sources
+    at random, then the shortest remaining ones)."""
+    taken = {i["id"] for i in first}
+    chosen: list[dict] = []
+    for dataset in DATASETS:
+        items = [i for i in read(dataset)
+                 if part_of(dataset, group_of(i["id"])) == "tuning" and i["id"] not in taken]
+        present = [label for label in LABELS if any(i["label"] == label for i in items)]
+        for label, quota in quotas(present, per_dataset).items():
+            pool = sorted((i for i in items if i["label"] == label), key=lambda i: i["id"])
+            short = [i for i in pool if source_chars(i) <= MAX_SOURCE_CHARS]
+            rng = random.Random(f"{SEED}:round2:{dataset}:{label}")
+            rest = sorted((i for i in pool if source_chars(i) > MAX_SOURCE_CHARS),
+                          key=lambda i: (source_chars(i), i["id"]))
+            chosen += [*rng.sample(short, len(short)), *rest][:quota]
+    return chosen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--per-dataset", type=int, default=12)
+    parser.add_argument("--per-dataset", type=int, default=40)
+    parser.add_argument("--second-round", type=int, default=30,
+                        help="items per dataset drawn like the check subsets (0: none)")
+    parser.add_argument("--check", action="store_true",
+                        help="verify the file instead of writing it")
     args = parser.parse_args()
     items = build(args.per_dataset)
-    with open(OUT, "w", encoding="utf-8") as fh:
-        for item in items:
-            fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+    if args.second_round:
+        items += second_round(items, args.second_round)
+    text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
+    if args.check:
+        if OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT} is not what make_tuning.py writes; run it again", file=sys.stderr)
+            return 1
+        print(f"{OUT} is up to date ({len(items)} items)")
+        return 0
+    OUT.write_text(text, encoding="utf-8")
     print(f"wrote {len(items)} tuning items to {OUT}")
     return 0
 

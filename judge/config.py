@@ -199,17 +199,15 @@ class JudgeConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _score_model_needs_scores(self) -> JudgeConfig:
-        if self.score_model is not None and self.strategy != "scores":
+    def _scores_only_settings(self) -> JudgeConfig:
+        if self.strategy == "scores":
+            return self
+        if self.score_model is not None:
             raise ValueError(
                 f"score_model decides from option scores: it needs strategy 'scores', "
                 f"not {self.strategy!r}"
             )
-        return self
-
-    @model_validator(mode="after")
-    def _second_question_needs_scores(self) -> JudgeConfig:
-        if "check_contradiction" in self.prompts and self.strategy != "scores":
+        if "check_contradiction" in self.prompts:
             raise ValueError(
                 "prompt 'check_contradiction' is a second question of strategy 'scores'; "
                 f"strategy {self.strategy!r} never asks it"

@@ -223,16 +223,10 @@ class Pipeline:
         calls = [split_call] if split_call else []
         answers = []
         for version in prompt_versions(self.config.prompts["choose_label"]):
-            prompt = render(
-                "choose_label",
-                version,
-                self.root,
-                claim=claim.text,
-                excerpts=excerpts,
-                zh=has_cjk(claim.text),
-            )
             try:
-                logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)
+                logprobs, call = await self._ask(
+                    "choose_label", version, OPTIONS, "score", claim, excerpts, run_id
+                )
             except CallFailed as exc:
                 error = f"score failed ({version}): {exc}"
                 return self._verdict(record, claim, None, error, [*calls, exc.call_id])
@@ -255,16 +249,11 @@ class Pipeline:
         if "check_contradiction" in self.config.prompts and (
             label in self.config.contradiction_overrides
         ):
-            prompt = render(
-                "check_contradiction",
-                self.config.prompts["check_contradiction"],
-                self.root,
-                claim=claim.text,
-                excerpts=excerpts,
-                zh=has_cjk(claim.text),
-            )
             try:
-                answer, call = await self.client.choice(prompt, YES_NO, "contradiction", run_id)
+                answer, call = await self._ask(
+                    "check_contradiction", self.config.prompts["check_contradiction"], YES_NO,
+                    "contradiction", claim, excerpts, run_id,
+                )
             except CallFailed as exc:
                 error = f"contradiction check failed: {exc}"
                 return self._verdict(record, claim, None, error, [*calls, exc.call_id])
@@ -284,6 +273,23 @@ class Pipeline:
             record, claim, judgement, None, calls, located=located,
             support=probs[Label.SUPPORTED.value],
         )
+
+    async def _ask(
+        self,
+        name: str,
+        version: str,
+        options: dict[str, str],
+        purpose: str,
+        claim: Claim,
+        excerpts: list[dict[str, str]],
+        run_id: str | None,
+    ) -> tuple[dict[str, float], str]:
+        """One option question about a claim and its excerpts (in Chinese for a Chinese
+        claim): the options' log-probabilities and the call id."""
+        prompt = render(
+            name, version, self.root, claim=claim.text, excerpts=excerpts, zh=has_cjk(claim.text)
+        )
+        return await self.client.choice(prompt, options, purpose, run_id)
 
     async def _verify_batch(
         self, record: AnswerRecord, batch: list[Claim], run_id: str | None

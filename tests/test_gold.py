@@ -225,3 +225,18 @@ def test_the_eval_subset_is_reproducible_and_balanced() -> None:
         assert max(chosen) - min(chosen) <= 1, dataset
         assert not set(splits["datasets"][dataset]["check"]) & \
             set(splits["datasets"][dataset]["tuning"])
+
+
+def test_the_tuning_subset_is_reproducible_and_never_touches_the_check_part() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(ROOT / "gold/make_tuning.py"), "--check"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    splits = json.loads((ROOT / "gold/splits.json").read_text())
+    items = load_gold(ROOT / "gold/tuning_subset.jsonl").items
+    ids = [i.id for i in items]
+    assert len(ids) == len(set(ids))  # the second round never repeats the first
+    for i in items:
+        assert i.id in splits["datasets"][i.dataset]["tuning"]

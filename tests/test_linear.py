@@ -112,7 +112,9 @@ def test_fit_recovers_a_rule_that_one_feature_decides() -> None:
                               features=values))
     x, y = fit.matrix(items)
     rule = fit.fit(x, y, 1.0)
-    pred, p_s = fit.predict(items, rule)
+    pred, probs = fit.predict(items, rule)
+    p_s = probs[:, 0]
+    assert fit.balanced_log_loss(probs, y) < math.log(4)  # better than knowing nothing
     assert fit.balanced_accuracy(pred, y) >= 0.9
     assert rule.weights["supported"]["overlap"] > rule.weights["not_verifiable"]["overlap"]
     assert p_s[y == 0].mean() > p_s[y != 0].mean()
