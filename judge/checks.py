@@ -948,3 +948,19 @@ def strength(
         score = min(score, FAILED_CHECK_CAP)
     return round(max(0.0, min(1.0, score)), 4)
 
+
+def evidence_numbers_check(
+    claim_text: str, evidence: list[Evidence], record: AnswerRecord
+) -> Check:
+    """Numbers, dates and versions of a claim the judge called supported must occur in the
+    evidence it quoted (found quotes only), not merely somewhere in the cited source."""
+    found = [Citation(source=e.source_id, quote=e.quote) for e in evidence if e.found and e.quote]
+    if not found:
+        return Check(
+            name="evidence_numbers_match",
+            target="evidence",
+            outcome="skip",
+            detail={"reason": "no verified evidence quote"},
+        )
+    check = numbers_match(claim_text, found, record)
+    return check.model_copy(update={"name": "evidence_numbers_match", "target": "evidence"})

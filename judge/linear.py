@@ -18,8 +18,10 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from judge.checks import evidence_numbers_check
 from judge.records import AnswerRecord
 from judge.scores import OPTIONS, TIE_ORDER, softmax
+from judge.signals import OPINION, evidence_overlap
 from judge.verdicts import LABELS, Evidence
 
 #: The features, in a fixed order (the fit script writes weights for exactly these).
@@ -77,9 +79,6 @@ def features(
     numbers_overlap_min: float,
 ) -> dict[str, float]:
     """Every feature of one claim (see ``FEATURES``)."""
-    from judge.pipeline import evidence_numbers_check
-    from judge.signals import OPINION, evidence_overlap
-
     overlap = evidence_overlap(claim_text, evidence, record)
     numbers_missing = overlap >= numbers_overlap_min and evidence_numbers_check(
         claim_text, evidence, record

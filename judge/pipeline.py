@@ -14,6 +14,7 @@ from pathlib import Path
 
 from judge import checks as checks_mod
 from judge.abstention import check_abstention, looks_like_abstention
+from judge.checks import evidence_numbers_check
 from judge.citations import segment_answer
 from judge.config import JudgeConfig, judge_version
 from judge.excerpts import locate_excerpts
@@ -233,9 +234,10 @@ class Pipeline:
             calls.append(call)
             answers.append(logprobs)
         combined = combine(answers)
-        label, probs = decide(combined, self.config.label_bias)
-        rationale = f"scores on program-located excerpts: {describe(probs)}"
-        if self.config.score_model is not None:
+        if self.config.score_model is None:
+            label, probs = decide(combined, self.config.label_bias)
+            rationale = f"scores on program-located excerpts: {describe(probs)}"
+        else:
             values = features(
                 claim.text, combined, located, record,
                 self.config.support_overlap_min, self.config.numbers_overlap_min,
@@ -451,23 +453,6 @@ def derive_misattribution(
             f"supported by {sources}, but the claim cites {', '.join(sorted(cited))}",
         )
     return label, subtype, None
-
-
-def evidence_numbers_check(
-    claim_text: str, evidence: list[Evidence], record: AnswerRecord
-) -> Check:
-    """Numbers, dates and versions of a claim the judge called supported must occur in the
-    evidence it quoted (found quotes only), not merely somewhere in the cited source."""
-    found = [Citation(source=e.source_id, quote=e.quote) for e in evidence if e.found and e.quote]
-    if not found:
-        return Check(
-            name="evidence_numbers_match",
-            target="evidence",
-            outcome="skip",
-            detail={"reason": "no verified evidence quote"},
-        )
-    check = checks_mod.numbers_match(claim_text, found, record)
-    return check.model_copy(update={"name": "evidence_numbers_match", "target": "evidence"})
 
 
 _ABSOLUTE = re.compile(

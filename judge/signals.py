@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from judge.checks import evidence_numbers_check
 from judge.citations import strip_markers
 from judge.records import AnswerRecord
 from judge.text import lexical_overlap
@@ -57,8 +58,6 @@ def apply_signals(
     config: JudgeConfig,
 ) -> tuple[str, str | None]:
     """Return (label, note); the note says what the program changed and why."""
-    from judge.pipeline import evidence_numbers_check
-
     overlap = evidence_overlap(claim_text, evidence, record)
     was = f"the model said {label}"
     if (
