@@ -48,6 +48,15 @@ def abstention_topic(text: str) -> str:
     return " ".join(_SOURCE_WORDS.sub(" ", ABSTENTION.sub(" ", text)).split())
 
 
+def _stem_overlap(topic: str, sentence: str) -> float:
+    """Share of the topic's word stems (first five letters of a latin word) in the sentence."""
+    def stems(text: str) -> set[str]:
+        return {t[:5] if t.isalpha() and t.isascii() else t for t in tokens(text)}
+
+    wanted = stems(topic)
+    return len(wanted & stems(sentence)) / len(wanted) if wanted else 0.0
+
+
 @dataclass(frozen=True)
 class AbstentionFinding:
     label: str | None  # None: unsettled, the model's label stands
@@ -62,18 +71,20 @@ def check_abstention(
     topic = abstention_topic(text)
     if not tokens(topic):
         return AbstentionFinding(None, 0.0, None, "abstention with no topic left to look for")
-    best: tuple[float, float, Evidence | None] = (0.0, 0.0, None)
+    best: tuple[float, float, float, Evidence | None] = (0.0, 0.0, 0.0, None)
     for source in record.sources:
         content = source.content
         for start, end in split_sentences(content) or [(0, len(content))]:
             sentence = content[start:end]
-            # share of the topic in the sentence; ties go to the sentence most about it
-            score = (lexical_overlap(topic, sentence), lexical_overlap(sentence, topic))
-            if score > best[:2]:
+            # share of the topic in the sentence; ties go to the sentence sharing more word
+            # stems ("include" / "includes"), then to the one most about the topic
+            score = (lexical_overlap(topic, sentence), _stem_overlap(topic, sentence),
+                     lexical_overlap(sentence, topic))
+            if score > best[:3]:
                 ev = Evidence(source_id=source.id, quote=sentence, found=True,
                               start=start, end=end)
                 best = (*score, ev)
-    coverage, _, evidence = best
+    coverage, _, _, evidence = best
     if coverage >= covered_min:
         return AbstentionFinding(
             Label.CONTRADICTED.value, coverage, evidence,

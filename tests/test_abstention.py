@@ -39,7 +39,9 @@ def test_silent_sources_support_it_and_a_covering_sentence_contradicts_it() -> N
     dishonest = check_abstention(
         "The sources do not say whether the Team plan includes audit logs.", record(EN), 0.6, 0.3)
     assert dishonest.label == "contradicted" and dishonest.coverage >= 0.6
-    assert dishonest.evidence is not None and "audit logs" in dishonest.evidence.quote
+    # the covering sentence about the Team plan, not the equally overlapping Pro-plan one
+    assert dishonest.evidence is not None
+    assert dishonest.evidence.quote == "The Team plan does not include audit logs."
     # partly covered (the price is given, but not in those words): unsettled
     unsettled = check_abstention("候選筆記未提及團隊版的價格。", record(ZH), 0.6, 0.3)
     assert unsettled.label is None and 0.3 < unsettled.coverage < 0.6
