@@ -42,11 +42,10 @@ from judge.evaluation import gold_to_records  # noqa: E402
 from judge.gold import load_gold  # noqa: E402
 from judge.linear import features  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
-from judge.scores import combine, yes_probability  # noqa: E402
-from judge.signals import apply_signals, evidence_overlap  # noqa: E402
-from judge.verdicts import Evidence  # noqa: E402
+from judge.scores import combine, log_normalise, yes_probability  # noqa: E402
+from judge.signals import apply_signals  # noqa: E402
+from judge.verdicts import LABELS, Evidence  # noqa: E402
 
-LABELS = ("supported", "contradicted", "not_in_source", "not_verifiable")
 GRID = np.round(np.arange(-3.0, 3.01, 0.5), 2)
 QUEUE_GRID = np.round(np.arange(0.0, 0.951, 0.05), 2)
 SUPPORT_GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
@@ -119,8 +118,8 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
         if not answers:  # judge_error: stays an error under any rule
             continue
         scores = combine(answers)  # several voting prompts: as the pipeline combines them
-        lp = np.array([scores[label] for label in LABELS], dtype=float)
-        lp = lp - np.log(np.exp(lp).sum())
+        normalised = log_normalise(scores)
+        lp = np.array([normalised[label] for label in LABELS], dtype=float)
         evidence = [Evidence.model_validate(e) for e in json.loads(row[1])]
         record = records[ref.answer_id]
         signal = {}
@@ -131,11 +130,10 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
                 LABELS.index(apply_signals(it.claim, label, evidence, record, cfg)[0])
                 for label in LABELS
             ])
-        overlap = evidence_overlap(it.claim, evidence, record)
         values = features(it.claim, scores, evidence, record, config.support_overlap_min,
                           config.numbers_overlap_min)
         items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal, yes,
-                          overlap, values))
+                          values["overlap"], values))
     return items
 
 

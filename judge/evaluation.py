@@ -45,6 +45,7 @@ from judge.gold import GoldEntry, GoldFile, GoldItem
 from judge.records import MAX_ID_CHARS, AnswerRecord, content_hash, read_records
 from judge.selfgrade import normalize_model, self_grading_reason
 from judge.store import Store
+from judge.verdicts import LABELS
 
 #: Thresholds ``--fail-on`` understands besides :func:`calibration.check_thresholds`'s:
 #: the zero-tolerance validity gate, as counts.
@@ -902,7 +903,7 @@ def quality_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-RECALL_LABELS = ("supported", "contradicted", "not_in_source", "not_verifiable")
+RECALL_LABELS = LABELS
 
 
 def _recall_cell(figures: dict[str, Any], label: str) -> str:

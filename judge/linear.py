@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from judge.checks import evidence_numbers_check
 from judge.records import AnswerRecord
-from judge.scores import OPTIONS, TIE_ORDER, softmax
+from judge.scores import OPTIONS, TIE_ORDER, log_normalise, softmax
 from judge.signals import OPINION, evidence_overlap
 from judge.verdicts import LABELS, Evidence
 
@@ -63,13 +63,6 @@ class ScoreModel(BaseModel):
         return {label: {f: row[f] for f in FEATURES if f in row} for label, row in value.items()}
 
 
-def normalised(logprobs: Mapping[str, float]) -> dict[str, float]:
-    """Log-probabilities renormalised over the four options."""
-    top = max(logprobs.values())
-    norm = top + math.log(sum(math.exp(v - top) for v in logprobs.values()))
-    return {label: logprobs[label] - norm for label in OPTIONS.values()}
-
-
 def features(
     claim_text: str,
     logprobs: Mapping[str, float],
@@ -83,7 +76,7 @@ def features(
     numbers_missing = overlap >= numbers_overlap_min and evidence_numbers_check(
         claim_text, evidence, record
     ).failed
-    lp = normalised(logprobs)
+    lp = log_normalise(logprobs)
     return {
         **{f"lp_{label}": lp[label] for label in OPTIONS.values()},
         "overlap": overlap,

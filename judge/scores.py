@@ -57,11 +57,17 @@ def combine(answers: Sequence[Mapping[str, float]]) -> dict[str, float]:
         raise ValueError("no answers to combine")
     total = {label: 0.0 for label in OPTIONS.values()}
     for logprobs in answers:
-        top = max(logprobs[label] for label in total)
-        norm = top + math.log(sum(math.exp(logprobs[label] - top) for label in total))
-        for label in total:
-            total[label] += logprobs[label] - norm
+        for label, value in log_normalise(logprobs).items():
+            total[label] += value
     return total
+
+
+def log_normalise(logprobs: Mapping[str, float]) -> dict[str, float]:
+    """The options' log-probabilities renormalised over the options (log-softmax)."""
+    labels = OPTIONS.values()
+    top = max(logprobs[label] for label in labels)
+    norm = top + math.log(sum(math.exp(logprobs[label] - top) for label in labels))
+    return {label: logprobs[label] - norm for label in labels}
 
 
 def decide(
