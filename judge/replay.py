@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.config import JudgeConfig
+from judge.fingerprint import code_fingerprint
 from judge.models.client import ReplayMiss
 from judge.runner import build_pipeline
 from judge.store import Store
@@ -25,6 +26,10 @@ class ReplayReport:
     differences: list[dict[str, Any]] = field(default_factory=list)
     missing_calls: list[str] = field(default_factory=list)
     template_changes: list[str] = field(default_factory=list)
+    #: fingerprints (judge.fingerprint) of the code that judged the run's answers (None:
+    #: stored before fingerprints were recorded) and of the code replaying them
+    stored_code: list[str | None] = field(default_factory=list)
+    code: str = field(default_factory=code_fingerprint)
 
     @property
     def clean(self) -> bool:
@@ -39,6 +44,8 @@ class ReplayReport:
             "differences": self.differences,
             "missing_calls": self.missing_calls,
             "template_changes": self.template_changes,
+            "stored_code": self.stored_code,
+            "code": self.code,
             "clean": self.clean,
         }
 
@@ -64,6 +71,8 @@ def replay_run(store: Store, run_id: str) -> ReplayReport:
 async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # type: ignore[no-untyped-def]
     seen: set[str] = set()
     for ra in store.run_answer_rows(run_id):
+        if ra["code"] not in report.stored_code:
+            report.stored_code.append(ra["code"])
         record = store.answer_record(ra["answer_id"])
         if record is None:
             continue

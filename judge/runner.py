@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import JudgeConfig
+from judge.fingerprint import code_fingerprint
 from judge.models.client import ModelClient
 from judge.pipeline import AnswerResult, Pipeline
 from judge.records import AcceptedLine, RejectedLine, read_records
@@ -34,6 +35,10 @@ class RunSummary:
     answers: int = 0
     answers_judged_now: int = 0
     answers_from_store: int = 0
+    #: the code that judges now (judge.fingerprint), and how many answers taken from the
+    #: store were judged by other (or unrecorded) code: their verdicts may be stale
+    code: str = ""
+    answers_from_other_code: int = 0
     claims: int = 0
     labels: Counter[str] = field(default_factory=Counter)
     subtypes: Counter[str] = field(default_factory=Counter)
@@ -50,6 +55,17 @@ class RunSummary:
     wall_seconds: float = 0.0
     model_mismatch: list[str] = field(default_factory=list)
 
+    def stale_warning(self, db: Path | str) -> str | None:
+        """What to say when answers from the store were judged by other code."""
+        if not self.answers_from_other_code:
+            return None
+        return (
+            f"{self.answers_from_other_code} answer(s) taken from the store were judged by "
+            f"other code than this ({self.code}), so their verdicts may be stale; "
+            f"`judge replay --db {db} --run {self.run_id}` shows what this code would change "
+            "(no model call)"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
@@ -58,6 +74,8 @@ class RunSummary:
             "answers": self.answers,
             "answers_judged_now": self.answers_judged_now,
             "answers_from_store": self.answers_from_store,
+            "code": self.code,
+            "answers_from_other_code": self.answers_from_other_code,
             "claims": self.claims,
             "labels": dict(sorted(self.labels.items())),
             "subtypes": dict(sorted(self.subtypes.items())),
@@ -106,7 +124,10 @@ async def run_batch(
     run_id, resumed = store.start_run(
         pipeline.judge_version, str(input_path), file_sha256(input_path), purpose
     )
-    summary = RunSummary(run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed)
+    summary = RunSummary(
+        run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
+        code=code_fingerprint(),
+    )
     todo: list[AcceptedLine] = []
     for item in read_records(input_path):
         if isinstance(item, RejectedLine):
@@ -120,8 +141,11 @@ async def run_batch(
             continue
         summary.answers += 1
         if store.answer_done(pipeline.judge_version, item.record.answer_id):
-            store.link_answer(run_id, item.record.answer_id, item.line, pipeline.judge_version)
+            code = store.link_answer(
+                run_id, item.record.answer_id, item.line, pipeline.judge_version
+            )
             summary.answers_from_store += 1
+            summary.answers_from_other_code += int(code != summary.code)
         else:
             todo.append(item)
     total = len(todo)

@@ -403,6 +403,9 @@ def eval_gold(
     summary = _run(path, store, cfg, "judging gold claims", as_json)
     for rej in summary.rejected_lines:
         console.print(f"[yellow]records line {rej['line']} rejected:[/] {escape(rej['error'])}")
+    stale = summary.stale_warning(db)
+    if stale:
+        console.print(f"[yellow]warning:[/] {escape(stale)}")
     try:
         index = StoreIndex(store, [summary.judge_version])
         outcome = run_calibration(store, gold_file, summary.judge_version, entries=entries,

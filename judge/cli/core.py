@@ -72,6 +72,9 @@ def run(
         print_json(summary.as_dict())
     else:
         print_summary(summary)
+    stale = summary.stale_warning(db)
+    if stale:
+        console.print(f"[yellow]warning:[/] {escape(stale)}")
     if summary.rejected_lines:
         console.print(
             f"[yellow]{len(summary.rejected_lines)} line(s) rejected[/]; the rest was judged"
@@ -251,6 +254,8 @@ def replay(
             f"replayed run {run_id}: {report.answers} answers, {report.claims} claims, "
             f"0 model calls"
         )
+        judged_by = ", ".join(c or "unrecorded" for c in report.stored_code) or "-"
+        out.print(f"judged by code {escape(judged_by)}; replayed by code {report.code}")
         for line in report.template_changes + report.missing_calls:
             out.print(f"[yellow]{escape(line)}[/]")
         for diff in report.differences:

@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlite_utils
 
+from judge.fingerprint import code_fingerprint
 from judge.records import AnswerRecord, content_hash
 from judge.store.migrations import apply_migrations, write_transaction
 from judge.verdicts import Claim, Verdict
@@ -118,6 +119,7 @@ class Store:
                     "status": "running",
                     "stats": None,
                     "purpose": purpose,
+                    "code": code_fingerprint(),
                 }
             )
         return run_id, False
@@ -174,8 +176,12 @@ class Store:
         )
         return row is not None
 
-    def link_answer(self, run_id: str, answer_id: str, line: int, judge_version: str) -> None:
-        """Record that a run covers an answer already judged by the same judge version."""
+    def link_answer(
+        self, run_id: str, answer_id: str, line: int, judge_version: str
+    ) -> str | None:
+        """Record that a run covers an answer already judged by the same judge version.
+        Returns the fingerprint of the code that judged it (None: unknown, stored before
+        fingerprints were recorded)."""
         prior = next(
             self.db.query(
                 "select ra.* from run_answers ra join runs r on r.id = ra.run_id "
@@ -186,6 +192,7 @@ class Store:
         )
         with self.transaction():
             self.db["run_answers"].insert({**prior, "run_id": run_id, "line": line}, replace=True)
+        return prior["code"]
 
     def save_answer_result(
         self,
@@ -266,6 +273,7 @@ class Store:
                     "answer_status": answer_status,
                     "error": None,
                     "finished_at": stamp,
+                    "code": code_fingerprint(),
                 },
                 replace=True,
             )

@@ -252,6 +252,14 @@ def m002_review(db: sqlite_utils.Database) -> None:
     db["adjudications"].create_index(["subject", "revision"], unique=True)
 
 
+@migration
+def m003_code_fingerprint(db: sqlite_utils.Database) -> None:
+    """Which code (judge.fingerprint) started a run and judged each answer; unknown (null)
+    for what was stored before this migration."""
+    db["runs"].add_column("code", str)
+    db["run_answers"].add_column("code", str)
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

@@ -1,0 +1,87 @@
+"""Which code judged a stored verdict: recorded per run and per answer, and a run that reuses
+verdicts judged by other code says so."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from judge.config import JudgeConfig
+from judge.fingerprint import code_fingerprint
+from judge.replay import replay_run
+from judge.runner import run_batch
+from judge.store import Store
+from tests.conftest import write_jsonl
+from tests.fakes import FakeLLM
+
+AUTH = {"id": "S1", "text": "401 means the caller is not authenticated."}
+
+
+def batch(tmp_path: Path) -> Path:
+    return write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": f"a{i}", "answer": f"401 means not authenticated [S1]. Item {i}.",
+          "sources": [AUTH]} for i in range(3)],
+    )
+
+
+def test_fingerprint_is_stable_and_tracks_the_package_code(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    import judge.fingerprint as fp
+
+    first = code_fingerprint()
+    assert len(first) == 12 and first == code_fingerprint()
+    copy = tmp_path / "judge"
+    for path in fp.PACKAGE.rglob("*.py"):
+        if "__pycache__" not in path.parts:
+            target = copy / path.relative_to(fp.PACKAGE)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    monkeypatch.setattr(fp, "PACKAGE", copy)
+    fp.code_fingerprint.cache_clear()
+    try:
+        assert fp.code_fingerprint() == first  # same bytes, same fingerprint
+        (copy / "pipeline.py").write_text((copy / "pipeline.py").read_text() + "\n# changed\n")
+        fp.code_fingerprint.cache_clear()
+        assert fp.code_fingerprint() != first
+    finally:
+        fp.code_fingerprint.cache_clear()
+
+
+def test_reuse_by_the_same_code_is_silent(
+    tmp_path: Path, store: Store, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    path = batch(tmp_path)
+    first = asyncio.run(run_batch(path, store, config))
+    assert first.code == code_fingerprint()
+    assert store.run(first.run_id)["code"] == code_fingerprint()
+    assert {r["code"] for r in store.run_answer_rows(first.run_id)} == {code_fingerprint()}
+    second = asyncio.run(run_batch(path, store, config))
+    assert second.answers_from_store == 3 and second.answers_from_other_code == 0
+    assert second.stale_warning("x.db") is None
+
+
+def test_reuse_of_verdicts_judged_by_other_code_is_reported(
+    tmp_path: Path, store: Store, config: JudgeConfig, fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = batch(tmp_path)
+    first = asyncio.run(run_batch(path, store, config))
+    # one answer was stored before fingerprints were recorded: unknown code counts as other
+    store.db.execute("update run_answers set code = null where answer_id = 'a0'")
+    store.db.conn.commit()
+    monkeypatch.setattr("judge.runner.code_fingerprint", lambda: "0123456789ab")
+    monkeypatch.setattr("judge.store.code_fingerprint", lambda: "0123456789ab")
+    second = asyncio.run(run_batch(path, store, config))
+    assert second.model_calls == 0 and second.answers_from_other_code == 3
+    warning = second.stale_warning("out/x.db")
+    assert warning is not None and "3 answer(s)" in warning
+    assert f"judge replay --db out/x.db --run {second.run_id}" in warning
+    # the reused rows keep the code that judged them, not the code that reused them
+    codes = {r["answer_id"]: r["code"] for r in store.run_answer_rows(second.run_id)}
+    assert codes == {"a0": None, "a1": first.code, "a2": first.code}
+    assert store.run(second.run_id)["code"] == "0123456789ab"
+    report = replay_run(store, second.run_id)
+    assert set(report.stored_code) == {None, first.code}
