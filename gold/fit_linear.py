@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -41,18 +42,18 @@ from tune_scores import (  # noqa: E402
 
 from calibration.stats import wilson_bounds  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
-from judge.linear import FEATURES, ScoreModel, decide_linear  # noqa: E402
+from judge.linear import BASE_FEATURES, FEATURES, ScoreModel, decide_linear  # noqa: E402
 
 LAMBDAS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 DECIMALS = 4
 
 
-def matrix(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
-    x = np.array([[i.features[f] for f in FEATURES] for i in items])  # type: ignore[index]
+def matrix(items: list[Item], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    x = np.array([[i.features[f] for f in names] for i in items])  # type: ignore[index]
     return x, np.array([i.gold for i in items])
 
 
-def fit(x: np.ndarray, y: np.ndarray, lam: float) -> ScoreModel:
+def fit(x: np.ndarray, y: np.ndarray, lam: float, names: tuple[str, ...]) -> ScoreModel:
     """Class-balanced, L2-penalised multinomial logistic regression; weights in raw units."""
     n, d = x.shape
     k = len(LABELS)
@@ -79,7 +80,7 @@ def fit(x: np.ndarray, y: np.ndarray, lam: float) -> ScoreModel:
     raw = w[:-1] / sd[:, None]
     intercept = w[-1] - (mu[:, None] * raw).sum(0)
     return ScoreModel(
-        weights={LABELS[c]: {f: round(float(raw[j, c]), DECIMALS) for j, f in enumerate(FEATURES)}
+        weights={LABELS[c]: {f: round(float(raw[j, c]), DECIMALS) for j, f in enumerate(names)}
                  for c in range(k)},
         intercept={LABELS[c]: round(float(intercept[c]), DECIMALS) for c in range(k)},
     )
@@ -101,7 +102,7 @@ def balanced_log_loss(probs: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean([loss[y == k].mean() for k in range(len(LABELS)) if (y == k).any()]))
 
 
-def out_of_fold(items: list[Item], lam: float, folds: int = 10
+def out_of_fold(items: list[Item], lam: float, names: tuple[str, ...], folds: int = 10
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, probabilities) of each item from a rule fitted without its fold."""
     pred = np.zeros(len(items), dtype=int)
@@ -112,7 +113,7 @@ def out_of_fold(items: list[Item], lam: float, folds: int = 10
         if not len(held):
             continue
         rest = [items[j] for j in np.flatnonzero(fold != f)]
-        model = fit(*matrix(rest), lam)
+        model = fit(*matrix(rest, names), lam, names)
         pred[held], probs[held] = predict([items[j] for j in held], model)
     return pred, probs
 
@@ -149,19 +150,22 @@ def main() -> int:
     if not items:
         print("no scored tuning items found", file=sys.stderr)
         return 1
+    # the per-sentence features when the run asked the per-sentence questions
+    args.sentence_questions = sentence_questions(args.db, args.version)
+    names = FEATURES if args.sentence_questions else BASE_FEATURES
     y = np.array([i.gold for i in items])
-    oof = {lam: out_of_fold(items, lam) for lam in LAMBDAS}
+    oof = {lam: out_of_fold(items, lam, names) for lam in LAMBDAS}
     cv = {lam: balanced_accuracy(oof[lam][0], y) for lam in LAMBDAS}
     cv_loss = {lam: balanced_log_loss(oof[lam][1], y) for lam in LAMBDAS}
     lam = min(LAMBDAS, key=lambda v: (cv_loss[v], -v))  # ties: the stronger penalty
-    model = fit(*matrix(items), lam)
+    model = fit(*matrix(items, names), lam, names)
     pred, _ = predict(items, model)
     # the queue threshold is chosen on out-of-fold verdicts: in-sample ones are optimistic,
     # so a threshold fitted on them misses the recall target on new claims
     queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, args.queue_recall)
     report = {
         "gold": str(args.gold), "version": args.version, "n": len(items),
-        "features": list(FEATURES),
+        "features": list(names),
         "configurations_tried": len(LAMBDAS) + len(QUEUE_GRID),
         "cross_validated_balanced_accuracy": {str(k): round(v, 3) for k, v in cv.items()},
         "cross_validated_balanced_log_loss": {str(k): round(v, 4) for k, v in cv_loss.items()},
@@ -188,6 +192,13 @@ def main() -> int:
     return 0
 
 
+def sentence_questions(db_path: Path, version: str) -> int:
+    """``sentence_questions`` of the stored judge version (0 when it asked none)."""
+    row = sqlite3.connect(db_path).execute(
+        "select config from judge_versions where id = ?", (version,)).fetchone()
+    return int(json.loads(row[0]).get("sentence_questions", 0)) if row else 0
+
+
 def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace) -> str:
     lines = [
         f"# Written by gold/fit_linear.py from {args.version} on {args.gold.name} (tuning split",
@@ -199,6 +210,7 @@ def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace
         'prompts = { split_claims = "v1", choose_label = "v1" }',
         f"review_support_below = {review_below}",
         "abstention_check = true",
+        *([f"sentence_questions = {args.sentence_questions}"] if args.sentence_questions else []),
         "",
         "[judge.score_model.intercept]",
         *(f"{label} = {value}" for label, value in model.intercept.items()),

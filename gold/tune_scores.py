@@ -41,6 +41,7 @@ from judge.config import JudgeConfig  # noqa: E402
 from judge.evaluation import gold_to_records  # noqa: E402
 from judge.gold import load_gold  # noqa: E402
 from judge.linear import features  # noqa: E402
+from judge.prompts import prompt_versions  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.scores import combine, log_normalise, yes_probability  # noqa: E402
 from judge.signals import apply_signals  # noqa: E402
@@ -89,6 +90,14 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
     conv = gold_to_records(gold.entries)
     records = {r["id"]: AnswerRecord.model_validate(r) for r in conv.records}
     db = sqlite3.connect(db_path)
+    stored_config = db.execute("select config from judge_versions where id = ?",
+                               (versions[0],)).fetchone()
+    stored = json.loads(stored_config[0]) if stored_config else {}
+    asked_sentences = bool(stored.get("sentence_questions"))
+    # a verdict lists its option calls in order: the voting prompts' answers, then the
+    # per-sentence answers (a sentence question identical to the main one reuses its call,
+    # so the stored purpose cannot tell them apart; the position can)
+    main_answers = len(prompt_versions(stored.get("prompts", {}).get("choose_label", "v1")))
     items = []
     for entry in gold.entries:
         it = entry.item
@@ -103,16 +112,17 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
         if row is None:
             print(f"warning: no verdict for {it.id} under {versions[0]}", file=sys.stderr)
             continue
-        answers, yes = [], None
+        answers, yes, sentences = [], None, []
         for number, other in enumerate(rows):
             for call_id in json.loads(other[0]) if other else []:
                 call = db.execute(
                     "select purpose, parsed from calls where id = ? and error is null "
-                    "and purpose in ('score', 'contradiction')",
+                    "and purpose in ('score', 'contradiction', 'sentence')",
                     (call_id,),
                 ).fetchone()
-                if call and call[1] and call[0] == "score" and number == 0:
-                    answers.append(json.loads(call[1])["logprobs"])
+                if call and call[1] and call[0] in ("score", "sentence") and number == 0:
+                    logprobs = json.loads(call[1])["logprobs"]
+                    (answers if len(answers) < main_answers else sentences).append(logprobs)
                 elif call and call[1] and call[0] == "contradiction" and yes is None:
                     yes = yes_probability(json.loads(call[1])["logprobs"])
         if not answers:  # judge_error: stays an error under any rule
@@ -131,7 +141,7 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
                 for label in LABELS
             ])
         values = features(it.claim, scores, evidence, record, config.support_overlap_min,
-                          config.numbers_overlap_min)
+                          config.numbers_overlap_min, sentences if asked_sentences else None)
         items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal, yes,
                           values["overlap"], values))
     return items

@@ -101,6 +101,10 @@ class JudgeConfig(BaseModel):
     #: features (judge.linear), fitted by gold/fit_linear.py; replaces ``label_bias`` and
     #: the signal overrides (the signals become its features).
     score_model: ScoreModel | None = None
+    #: "scores": also ask the ``choose_label`` question about each of the claim's best
+    #: ``sentence_questions`` single source sentences (one call each); their answers are
+    #: features of the ``score_model`` (judge.linear ``s_max_*``). 0: not asked.
+    sentence_questions: int = Field(default=0, ge=0, le=5)
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.
@@ -132,6 +136,7 @@ class JudgeConfig(BaseModel):
         "contradiction_yes_above",
         "contradiction_overrides",
         "score_model",
+        "sentence_questions",
         "verify_batch_size",
         "max_claims_per_answer",
     )
@@ -150,6 +155,7 @@ class JudgeConfig(BaseModel):
         "abstention_covered_min": 0.6,
         "abstention_silent_max": 0.3,
         "score_model": None,
+        "sentence_questions": 0,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
@@ -201,7 +207,18 @@ class JudgeConfig(BaseModel):
     @model_validator(mode="after")
     def _scores_only_settings(self) -> JudgeConfig:
         if self.strategy == "scores":
+            needs = self.score_model.sentence_features() if self.score_model else []
+            if needs and not self.sentence_questions:
+                raise ValueError(
+                    f"score_model weighs per-sentence answers ({', '.join(needs)}): it needs "
+                    "sentence_questions of at least 1"
+                )
             return self
+        if self.sentence_questions:
+            raise ValueError(
+                f"sentence_questions are questions of strategy 'scores'; strategy "
+                f"{self.strategy!r} never asks them"
+            )
         if self.score_model is not None:
             raise ValueError(
                 f"score_model decides from option scores: it needs strategy 'scores', "

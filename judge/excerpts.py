@@ -58,3 +58,24 @@ def locate_excerpts(
             for s in record.sources[:3]
         ]
     return chosen
+
+
+def locate_sentences(claim: str, record: AnswerRecord, k: int) -> list[Evidence]:
+    """The ``k`` single source sentences that best cover the claim, across all sources, best
+    first (ties: earlier source, then earlier sentence); sentences sharing no word with the
+    claim are left out. Used for the per-sentence questions (``sentence_questions``)."""
+    scored: list[tuple[float, str, int, int]] = []
+    for source in record.sources:
+        for start, end, score in best_passages(claim, source.content, k=k, window=1):
+            scored.append((score, source.id, start, end))
+    scored.sort(key=lambda item: -item[0])
+    return [
+        Evidence(
+            source_id=source_id,
+            quote=record.source(source_id).content[start:end],  # type: ignore[union-attr]
+            found=True,
+            start=start,
+            end=end,
+        )
+        for _, source_id, start, end in scored[:k]
+    ]

@@ -24,8 +24,8 @@ from judge.scores import OPTIONS, TIE_ORDER, log_normalise, softmax
 from judge.signals import OPINION, evidence_overlap
 from judge.verdicts import LABELS, Evidence
 
-#: The features, in a fixed order (the fit script writes weights for exactly these).
-FEATURES: tuple[str, ...] = (
+#: The features every ``scores`` verdict has, in a fixed order.
+BASE_FEATURES: tuple[str, ...] = (
     *(f"lp_{label}" for label in OPTIONS.values()),  # log-probabilities, normalised
     "overlap",  # share of the claim's words in the best evidence excerpt
     "opinion",  # 1 when the claim reads like an opinion or small talk
@@ -33,6 +33,12 @@ FEATURES: tuple[str, ...] = (
     "low_overlap",  # 1 when overlap is below support_overlap_min
     "claim_length",  # log(1 + characters)
 )
+#: With ``sentence_questions``: per label, the highest normalised log-probability the same
+#: question gets about any single located sentence (the excerpts' own answer when no
+#: sentence shares a word with the claim).
+SENTENCE_FEATURES: tuple[str, ...] = tuple(f"s_max_{label}" for label in OPTIONS.values())
+#: Every known feature, in a fixed order (a fit writes weights for a subset of these).
+FEATURES: tuple[str, ...] = BASE_FEATURES + SENTENCE_FEATURES
 
 
 class ScoreModel(BaseModel):
@@ -62,6 +68,11 @@ class ScoreModel(BaseModel):
                 raise ValueError(f"weights[{label!r}] must be finite numbers")
         return {label: {f: row[f] for f in FEATURES if f in row} for label, row in value.items()}
 
+    def sentence_features(self) -> list[str]:
+        """The per-sentence features this rule weighs (they need ``sentence_questions``)."""
+        used = {name for row in self.weights.values() for name in row}
+        return [name for name in SENTENCE_FEATURES if name in used]
+
 
 def features(
     claim_text: str,
@@ -70,13 +81,20 @@ def features(
     record: AnswerRecord,
     support_overlap_min: float,
     numbers_overlap_min: float,
+    sentences: list[Mapping[str, float]] | None = None,
 ) -> dict[str, float]:
-    """Every feature of one claim (see ``FEATURES``)."""
+    """The features of one claim (``BASE_FEATURES``; with ``sentences``, the answers to the
+    per-sentence questions, also ``SENTENCE_FEATURES``)."""
     overlap = evidence_overlap(claim_text, evidence, record)
     numbers_missing = overlap >= numbers_overlap_min and evidence_numbers_check(
         claim_text, evidence, record
     ).failed
     lp = log_normalise(logprobs)
+    per_sentence = {}
+    if sentences is not None:
+        answers = [log_normalise(answer) for answer in sentences] or [lp]
+        per_sentence = {f"s_max_{label}": max(a[label] for a in answers)
+                        for label in OPTIONS.values()}
     return {
         **{f"lp_{label}": lp[label] for label in OPTIONS.values()},
         "overlap": overlap,
@@ -84,6 +102,7 @@ def features(
         "numbers_missing": float(numbers_missing),
         "low_overlap": float(overlap < support_overlap_min),
         "claim_length": math.log1p(len(claim_text)),
+        **per_sentence,
     }
 
 

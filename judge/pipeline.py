@@ -7,6 +7,7 @@ runner persists in one transaction, and that ``replay`` compares with what was s
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from judge.abstention import check_abstention, looks_like_abstention
 from judge.checks import evidence_numbers_check
 from judge.citations import segment_answer
 from judge.config import JudgeConfig, judge_version
-from judge.excerpts import locate_excerpts
+from judge.excerpts import locate_excerpts, locate_sentences
 from judge.linear import decide_linear, features
 from judge.models.client import CallFailed, ModelClient
 from judge.prompts import prompt_versions, prompts_dir, render, template_hash
@@ -234,19 +235,39 @@ class Pipeline:
             calls.append(call)
             answers.append(logprobs)
         combined = combine(answers)
+        sentences = None
+        if self.config.sentence_questions:
+            sentences = []
+            version = prompt_versions(self.config.prompts["choose_label"])[0]
+            for sentence in locate_sentences(claim.text, record, self.config.sentence_questions):
+                try:
+                    logprobs, call = await self._ask(
+                        "choose_label", version, OPTIONS, "sentence", claim,
+                        excerpt_data([sentence]), run_id,
+                    )
+                except CallFailed as exc:
+                    error = f"sentence question failed: {exc}"
+                    return self._verdict(record, claim, None, error, [*calls, exc.call_id])
+                calls.append(call)
+                sentences.append(logprobs)
         if self.config.score_model is None:
             label, probs = decide(combined, self.config.label_bias)
             rationale = f"scores on program-located excerpts: {describe(probs)}"
         else:
             values = features(
                 claim.text, combined, located, record,
-                self.config.support_overlap_min, self.config.numbers_overlap_min,
+                self.config.support_overlap_min, self.config.numbers_overlap_min, sentences,
             )
             label, probs = decide_linear(values, self.config.score_model)
+            best = (
+                f", best single sentence S {math.exp(values['s_max_supported']):.2f} "
+                f"C {math.exp(values['s_max_contradicted']):.2f}"
+                if sentences is not None else ""
+            )
             rationale = (
                 f"linear rule on scores and evidence: {describe(probs)} (overlap "
                 f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
-                f"opinion wording {int(values['opinion'])})"
+                f"opinion wording {int(values['opinion'])}{best})"
             )
         if "check_contradiction" in self.config.prompts and (
             label in self.config.contradiction_overrides

@@ -15,7 +15,14 @@ from pydantic import ValidationError
 
 from calibration.stats import wilson_bounds
 from judge.config import JudgeConfig
-from judge.linear import FEATURES, ScoreModel, decide_linear, features
+from judge.excerpts import locate_sentences
+from judge.linear import (
+    BASE_FEATURES,
+    FEATURES,
+    ScoreModel,
+    decide_linear,
+    features,
+)
 from judge.records import AnswerRecord
 from judge.runner import run_batch
 from judge.store import Store
@@ -36,7 +43,7 @@ def model(weights: dict[str, dict[str, float]] | None = None, **intercept: float
 
 def test_features_are_computed_by_the_program() -> None:
     changed = features("Python 3.10 added the tomllib module.", EVEN, EV, REC, 0.5, 0.4)
-    assert set(changed) == set(FEATURES)
+    assert set(changed) == set(BASE_FEATURES)
     assert changed["numbers_missing"] == 1.0 and changed["overlap"] >= 0.4
     assert changed["low_overlap"] == 0.0 and changed["opinion"] == 0.0
     assert math.isclose(sum(math.exp(changed[f"lp_{k}"]) for k in LABELS), 1.0)
@@ -110,8 +117,8 @@ def test_fit_recovers_a_rule_that_one_feature_decides() -> None:
         values["overlap"] = [0.9, 0.6, 0.3, 0.0][gold] + float(rng.normal(0, 0.03))
         items.append(fit.Item(f"synthetic:g{k}:0", "synthetic", gold, np.zeros(4), {},
                               features=values))
-    x, y = fit.matrix(items)
-    rule = fit.fit(x, y, 1.0)
+    x, y = fit.matrix(items, BASE_FEATURES)
+    rule = fit.fit(x, y, 1.0, BASE_FEATURES)
     pred, probs = fit.predict(items, rule)
     p_s = probs[:, 0]
     assert fit.balanced_log_loss(probs, y) < math.log(4)  # better than knowing nothing
@@ -123,3 +130,107 @@ def test_fit_recovers_a_rule_that_one_feature_decides() -> None:
     caught = ((pred != 0) | (p_s < q["review_support_below"]))[y != 0].mean()
     assert caught == pytest.approx(q["queue_recall"], abs=1e-3)
     assert wilson_bounds(float(caught), int((y != 0).sum()))[0] >= 0.9
+
+
+TOML_SRC = ("Python 3.11 added the tomllib module to the standard library. "
+            "Paris is the capital of France. The tomllib module only reads TOML; it cannot write it.")
+TOML_REC = AnswerRecord.model_validate({"answer": "x", "sources": [
+    {"id": "a", "text": "Weather today is sunny."}, {"id": "b", "text": TOML_SRC}]})
+
+
+def test_locate_sentences_takes_the_best_single_sentences_across_sources() -> None:
+    found = locate_sentences("The tomllib module can write TOML files.", TOML_REC, 2)
+    assert [e.source_id for e in found] == ["b", "b"]
+    assert found[0].quote == "The tomllib module only reads TOML; it cannot write it."
+    assert found[1].quote.startswith("Python 3.11 added the tomllib module")
+    for e in found:  # offsets point at the quote
+        assert TOML_SRC[e.start:e.end] == e.quote
+    assert len(locate_sentences("The tomllib module can write TOML files.", TOML_REC, 1)) == 1
+    assert locate_sentences("Zebras gallop.", TOML_REC, 3) == []  # no shared word: none
+
+
+def test_sentence_features_are_the_best_answer_over_sentences() -> None:
+    claim = "The tomllib module can write TOML files."
+    strong = {**EVEN, "contradicted": math.log(0.9)}
+    values = features(claim, EVEN, EV, REC, 0.5, 0.4, [EVEN, strong])
+    assert set(values) == set(FEATURES)
+    # normalised over the options, the best sentence's value
+    assert math.isclose(math.exp(values["s_max_contradicted"]), 0.9 / (0.9 + 3 * 0.25))
+    assert math.isclose(values["s_max_supported"], values["lp_supported"])
+    # asked but no sentence shared a word with the claim: the excerpts' own answer
+    none = features(claim, strong, EV, REC, 0.5, 0.4, [])
+    assert all(math.isclose(none[f"s_max_{k}"], none[f"lp_{k}"]) for k in LABELS)
+    assert set(features(claim, EVEN, EV, REC, 0.5, 0.4)) == set(BASE_FEATURES)
+
+
+def test_a_rule_on_sentence_answers_needs_the_sentence_questions() -> None:
+    rule = model({"contradicted": {"s_max_contradicted": 1.0}})
+    assert rule.sentence_features() == ["s_max_contradicted"]
+    with pytest.raises(ValidationError, match="needs sentence_questions"):
+        JudgeConfig(strategy="scores", score_model=rule)
+    JudgeConfig(strategy="scores", score_model=rule, sentence_questions=2)
+    with pytest.raises(ValidationError, match="never asks them"):
+        JudgeConfig(strategy="per_claim", sentence_questions=2)
+    base = JudgeConfig(strategy="scores")
+    asked = base.model_copy(update={"sentence_questions": 2})
+    assert "sentence_questions" not in base.versioned_fields()  # neutral: old ids unchanged
+    assert asked.versioned_fields()["sentence_questions"] == 2
+
+
+def _sentence_config(rule: ScoreModel) -> JudgeConfig:
+    return JudgeConfig(model="fake/judge-model", strategy="scores",
+                       prompts={"split_claims": "v1", "choose_label": "v1"},
+                       score_model=rule, sentence_questions=2)
+
+
+def _toml_batch(tmp_path: Path) -> Path:
+    claim = "The tomllib module can write TOML files."
+    return write_jsonl(tmp_path / "in.jsonl", [{
+        "id": "t", "answer": claim, "sources": [{"id": "b", "text": TOML_SRC}],
+        "claims": [{"text": claim, "citations": ["b"]}]}])
+
+
+def test_pipeline_asks_about_each_located_sentence_and_the_rule_weighs_the_answers(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    def responder(schema: str, messages: list[dict[str, Any]]) -> Any:
+        user = messages[-1]["content"]
+        alone = "cannot write" in user and "Paris" not in user  # that sentence, by itself
+        return choice_reply("B" if alone else "A", confidence=0.9)
+
+    fake_llm.responder = responder
+    # log-probabilities are <= 0: contradicted scores 4 x log P(C) of the best sentence
+    rule = model({"contradicted": {"s_max_contradicted": 4.0}},
+                 supported=-1.0, not_in_source=-5.0, not_verifiable=-5.0)
+    summary = asyncio.run(run_batch(_toml_batch(tmp_path), store, _sentence_config(rule)))
+    assert summary.model_calls == 3  # the excerpts, then each of the two best sentences
+    row = next(iter(store.verdict_rows()))
+    assert row["label"] == "contradicted"
+    assert "best single sentence S 0.90 C 0.90" in row["rationale"]  # max per label
+    assert len(row["call_ids"]) == 3
+    sentence_prompts = [c["messages"][-1]["content"] for c in fake_llm.calls[1:]]
+    assert any("cannot write" in p and "Paris" not in p for p in sentence_prompts)
+    # without the sentence answer's weight the same stored calls decide supported
+    plain = _sentence_config(model(supported=1.0))
+    again = asyncio.run(run_batch(_toml_batch(tmp_path), store, plain))
+    assert again.model_calls == 0
+    labels = {r["judge_version"]: r["label"] for r in store.verdict_rows()}
+    assert labels[again.judge_version] == "supported"
+
+
+def test_a_failed_sentence_question_is_a_judge_error(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    def responder(schema: str, messages: list[dict[str, Any]]) -> Any:
+        user = messages[-1]["content"]
+        if "Paris" not in user:  # a sentence question
+            return RuntimeError("model crashed")
+        return choice_reply("A")
+
+    fake_llm.responder = responder
+    rule = model({"contradicted": {"s_max_contradicted": 4.0}}, supported=1.0)
+    config = _sentence_config(rule).model_copy(update={"retries": 0})
+    asyncio.run(run_batch(_toml_batch(tmp_path), store, config))
+    row = next(iter(store.verdict_rows()))
+    assert row["label"] == "judge_error" and row["review"]
+    assert "sentence question failed" in row["error"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -94,3 +97,51 @@ def test_search_fits_the_deterministic_rule_on_overlap() -> None:
     assert fit["contradiction"] in {("overlap", 0.3), ("overlap", 0.4), ("overlap", 0.5),
                                     ("overlap", 0.6)}
     assert fit["balanced_accuracy"] == 1.0
+
+
+def test_load_items_reads_the_per_sentence_answers_of_a_stored_run(
+    tmp_path: Path, fake_llm: Any
+) -> None:
+    """The fit reads the stored answers back by position: the excerpts' answer first, then
+    one per located sentence, even when a sentence question is the excerpts' question
+    itself (a one-sentence source: the call is reused, its stored purpose says "score")."""
+    from judge.config import JudgeConfig
+    from judge.evaluation import gold_to_records, write_records
+    from judge.gold import load_gold
+    from judge.runner import run_batch
+    from judge.store import Store
+    from tests.fakes import choice_reply
+
+    long = ("The tomllib module only reads TOML; it cannot write it. "
+            "Python 3.11 added the tomllib module.")
+    items = [
+        {"id": "t:g1:0", "dataset": "t", "claim": "The tomllib module can write TOML.",
+         "sources": [{"id": "s", "text": long}], "label": "contradicted", "annotator": "human:t"},
+        {"id": "t:g2:0", "dataset": "t", "claim": "Paris is in France.",
+         "sources": [{"id": "s", "text": "Paris is the capital of France."}],
+         "label": "supported", "annotator": "human:t"},
+    ]
+    gold_path = tmp_path / "gold.jsonl"
+    gold_path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+
+    def responder(schema: str, messages: list[dict[str, Any]]) -> Any:
+        user = messages[-1]["content"]
+        return choice_reply("B" if "cannot write" in user and "3.11" not in user else "A")
+
+    fake_llm.responder = responder
+    config = JudgeConfig(model="fake/judge-model", strategy="scores", sentence_questions=2,
+                         prompts={"split_claims": "v1", "choose_label": "v1"})
+    conv = gold_to_records(load_gold(gold_path).entries)
+    records = write_records(conv, tmp_path / "records.jsonl")
+    db = tmp_path / "t.db"
+    store = Store.open(db)
+    summary = asyncio.run(run_batch(records, store, config))
+    assert summary.model_calls == 4  # 1 + 2 sentences, then 1 (its sentence call is reused)
+    loaded = {i.id: i for i in tune.load_items(gold_path, db, [summary.judge_version], config)}
+    contradicted, paris = loaded["t:g1:0"].features, loaded["t:g2:0"].features
+    assert contradicted and paris
+    assert np.exp(contradicted["s_max_contradicted"]) > 0.8  # from the sentence alone
+    assert np.exp(contradicted["lp_contradicted"]) < 0.1      # the excerpts said A
+    # the one-sentence source: its sentence answer is the excerpts' answer, counted once
+    assert np.isclose(paris["s_max_supported"], paris["lp_supported"])
+    assert np.isclose(np.exp(paris["lp_supported"]), 0.9)
