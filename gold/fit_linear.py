@@ -42,7 +42,13 @@ from tune_scores import (  # noqa: E402
 
 from calibration.stats import wilson_bounds  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
-from judge.linear import BASE_FEATURES, FEATURES, ScoreModel, decide_linear  # noqa: E402
+from judge.linear import (  # noqa: E402
+    CORE_FEATURES,
+    SENTENCE_FEATURES,
+    TEXT_FEATURES,
+    ScoreModel,
+    decide_linear,
+)
 
 LAMBDAS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 DECIMALS = 4
@@ -144,6 +150,9 @@ def main() -> int:
     parser.add_argument("--queue-recall", type=float, default=0.9)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--toml", type=Path, help="also write the judge config it fitted")
+    parser.add_argument("--text-features", action="store_true",
+                        help="also weigh judge.linear.TEXT_FEATURES (person, question, "
+                             "best single-sentence coverage)")
     args = parser.parse_args()
     config = JudgeConfig.load()
     items = load_items(args.gold, args.db, [args.version], config)
@@ -152,7 +161,8 @@ def main() -> int:
         return 1
     # the per-sentence features when the run asked the per-sentence questions
     args.sentence_questions = sentence_questions(args.db, args.version)
-    names = FEATURES if args.sentence_questions else BASE_FEATURES
+    names = (CORE_FEATURES + (TEXT_FEATURES if args.text_features else ())
+             + (SENTENCE_FEATURES if args.sentence_questions else ()))
     y = np.array([i.gold for i in items])
     oof = {lam: out_of_fold(items, lam, names) for lam in LAMBDAS}
     cv = {lam: balanced_accuracy(oof[lam][0], y) for lam in LAMBDAS}

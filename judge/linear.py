@@ -14,18 +14,21 @@ version, and every feature is computed by this module for both the fit and the p
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from judge.checks import evidence_numbers_check
+from judge.citations import strip_markers
 from judge.records import AnswerRecord
 from judge.scores import OPTIONS, TIE_ORDER, log_normalise, softmax
 from judge.signals import OPINION, evidence_overlap
+from judge.text import best_passages
 from judge.verdicts import LABELS, Evidence
 
-#: The features every ``scores`` verdict has, in a fixed order.
-BASE_FEATURES: tuple[str, ...] = (
+#: The features the embedded default's rule weighs.
+CORE_FEATURES: tuple[str, ...] = (
     *(f"lp_{label}" for label in OPTIONS.values()),  # log-probabilities, normalised
     "overlap",  # share of the claim's words in the best evidence excerpt
     "opinion",  # 1 when the claim reads like an opinion or small talk
@@ -33,6 +36,21 @@ BASE_FEATURES: tuple[str, ...] = (
     "low_overlap",  # 1 when overlap is below support_overlap_min
     "claim_length",  # log(1 + characters)
 )
+#: More of what the text says about the claim (measured, not adopted: README).
+TEXT_FEATURES: tuple[str, ...] = (
+    "first_person",  # 1 when the claim speaks of its speaker (I, my, we, 我)
+    "second_person",  # 1 when it addresses the reader (you, your, 你, 您)
+    "question",  # 1 when it asks rather than states
+    "best_sentence",  # BM25 coverage of the claim by the best single source sentence
+)
+#: The features every ``scores`` verdict has, in a fixed order.
+BASE_FEATURES: tuple[str, ...] = CORE_FEATURES + TEXT_FEATURES
+FIRST_PERSON = re.compile(
+    r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us)\b|我", re.IGNORECASE
+)
+SECOND_PERSON = re.compile(r"\b(you|you're|you've|your|yours|yourself)\b|你|您", re.IGNORECASE)
+QUESTION = re.compile(r"[?？]")
+
 #: With ``sentence_questions``: per label, the highest normalised log-probability the same
 #: question gets about any single located sentence (the excerpts' own answer when no
 #: sentence shares a word with the claim).
@@ -90,6 +108,12 @@ def features(
         claim_text, evidence, record
     ).failed
     lp = log_normalise(logprobs)
+    claim = strip_markers(claim_text, record.sources)
+    best_sentence = max(
+        (score for source in record.sources
+         for _, _, score in best_passages(claim, source.content, k=1, window=1)),
+        default=0.0,
+    )
     per_sentence = {}
     if sentences is not None:
         answers = [log_normalise(answer) for answer in sentences] or [lp]
@@ -102,6 +126,10 @@ def features(
         "numbers_missing": float(numbers_missing),
         "low_overlap": float(overlap < support_overlap_min),
         "claim_length": math.log1p(len(claim_text)),
+        "first_person": float(bool(FIRST_PERSON.search(claim))),
+        "second_person": float(bool(SECOND_PERSON.search(claim))),
+        "question": float(bool(QUESTION.search(claim))),
+        "best_sentence": best_sentence,
         **per_sentence,
     }
 

@@ -234,3 +234,20 @@ def test_a_failed_sentence_question_is_a_judge_error(
     row = next(iter(store.verdict_rows()))
     assert row["label"] == "judge_error" and row["review"]
     assert "sentence question failed" in row["error"]
+
+
+def test_text_features_read_the_claim_and_every_source() -> None:
+    rec = AnswerRecord.model_validate({"answer": "x", "sources": [
+        {"id": "a", "text": "Weather today is sunny."}, {"id": "b", "text": TOML_SRC}]})
+    plain = features("The tomllib module reads TOML [b].", EVEN, EV, rec, 0.5, 0.4)
+    assert (plain["first_person"], plain["second_person"], plain["question"]) == (0, 0, 0)
+    # the best single sentence of any source, not of the excerpts given (EV is source "py")
+    assert plain["best_sentence"] == 1.0
+    chat = features("I think you would like Paris, wouldn't you?", EVEN, EV, rec, 0.5, 0.4)
+    assert (chat["first_person"], chat["second_person"], chat["question"]) == (1, 1, 1)
+    assert 0 < chat["best_sentence"] < 1  # "Paris" is in one sentence; the rest is not
+    zh = features("我覺得你會喜歡巴黎嗎？", EVEN, EV, rec, 0.5, 0.4)
+    assert (zh["first_person"], zh["second_person"], zh["question"]) == (1, 1, 1)
+    # words that merely contain the pronouns do not count
+    words = features("Usage of iOS mymodule in Ireland.", EVEN, EV, rec, 0.5, 0.4)
+    assert words["first_person"] == 0 and words["second_person"] == 0
