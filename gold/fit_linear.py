@@ -150,12 +150,18 @@ def main() -> int:
     parser.add_argument("--queue-recall", type=float, default=0.9)
     parser.add_argument("--output", type=Path)
     parser.add_argument("--toml", type=Path, help="also write the judge config it fitted")
+    parser.add_argument("--first", type=int,
+                        help="fit on the first N items of --gold only (the tuning rounds only "
+                             "append, so --first 244 reproduces a fit made before round 3)")
     parser.add_argument("--text-features", action="store_true",
                         help="also weigh judge.linear.TEXT_FEATURES (person, question, "
                              "best single-sentence coverage)")
     args = parser.parse_args()
     config = JudgeConfig.load()
     items = load_items(args.gold, args.db, [args.version], config)
+    if args.first is not None:
+        wanted = set(gold_ids(args.gold)[: args.first])
+        items = [i for i in items if i.id in wanted]
     if not items:
         print("no scored tuning items found", file=sys.stderr)
         return 1
@@ -200,6 +206,12 @@ def main() -> int:
     if args.toml:
         args.toml.write_text(config_toml(model, queue["review_support_below"], args), "utf-8")
     return 0
+
+
+def gold_ids(path: Path) -> list[str]:
+    """The item ids of a gold file, in file order."""
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line)["id"] for line in fh if line.strip()]
 
 
 def sentence_questions(db_path: Path, version: str) -> int:

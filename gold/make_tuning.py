@@ -7,9 +7,10 @@ Round 1 (``--per-dataset``) draws short-source items only. Round 2 (``--second-r
 draws further items the way the check subsets are drawn: random short-source items first,
 then the shortest remaining ones fill a label's quota. Round 1 alone left the tuning set
 without WiCE's long excerpts and without Factcheck-GPT's ``not_verifiable`` items, both of
-which the check subsets hold. Round 1's items come first, unchanged.
+which the check subsets hold. Round 3 (``--third-round``) draws more items the way round 2
+does, for a steadier fit of the linear rule. Earlier rounds' items come first, unchanged.
 
-    python gold/make_tuning.py [--per-dataset 40] [--second-round 30]
+    python gold/make_tuning.py [--per-dataset 40] [--second-round 30] [--third-round 40]
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ def build(per_dataset: int) -> list[dict]:
     return chosen
 
 
-def second_round(first: list[dict], per_dataset: int) -> list[dict]:
+def second_round(first: list[dict], per_dataset: int, name: str = "round2") -> list[dict]:
     """More tuning items, not in ``first``, drawn like the check subsets (short sources
-    at random, then the shortest remaining ones)."""
+    at random, then the shortest remaining ones); ``name`` seeds the draw."""
     taken = {i["id"] for i in first}
     chosen: list[dict] = []
     for dataset in DATASETS:
@@ -63,7 +64,7 @@ def second_round(first: list[dict], per_dataset: int) -> list[dict]:
         for label, quota in quotas(present, per_dataset).items():
             pool = sorted((i for i in items if i["label"] == label), key=lambda i: i["id"])
             short = [i for i in pool if source_chars(i) <= MAX_SOURCE_CHARS]
-            rng = random.Random(f"{SEED}:round2:{dataset}:{label}")
+            rng = random.Random(f"{SEED}:{name}:{dataset}:{label}")
             rest = sorted((i for i in pool if source_chars(i) > MAX_SOURCE_CHARS),
                           key=lambda i: (source_chars(i), i["id"]))
             chosen += [*rng.sample(short, len(short)), *rest][:quota]
@@ -75,12 +76,17 @@ def main() -> int:
     parser.add_argument("--per-dataset", type=int, default=40)
     parser.add_argument("--second-round", type=int, default=30,
                         help="items per dataset drawn like the check subsets (0: none)")
+    parser.add_argument("--third-round", type=int, default=40,
+                        help="more items per dataset drawn the same way, with another seed "
+                             "(0: none)")
     parser.add_argument("--check", action="store_true",
                         help="verify the file instead of writing it")
     args = parser.parse_args()
     items = build(args.per_dataset)
     if args.second_round:
         items += second_round(items, args.second_round)
+    if args.third_round:
+        items += second_round(items, args.third_round, "round3")
     text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
     if args.check:
         if OUT.read_text(encoding="utf-8") != text:
