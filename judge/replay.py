@@ -30,6 +30,8 @@ class ReplayReport:
     #: stored before fingerprints were recorded) and of the code replaying them
     stored_code: list[str | None] = field(default_factory=list)
     code: str = field(default_factory=code_fingerprint)
+    #: answers whose stored verdicts this code re-derived exactly (recorded in the store)
+    reproduced: int = 0
 
     @property
     def clean(self) -> bool:
@@ -46,6 +48,7 @@ class ReplayReport:
             "template_changes": self.template_changes,
             "stored_code": self.stored_code,
             "code": self.code,
+            "reproduced": self.reproduced,
             "clean": self.clean,
         }
 
@@ -70,6 +73,7 @@ def replay_run(store: Store, run_id: str) -> ReplayReport:
 
 async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # type: ignore[no-untyped-def]
     seen: set[str] = set()
+    missing: set[str] = set()
     for ra in store.run_answer_rows(run_id):
         if ra["code"] not in report.stored_code:
             report.stored_code.append(ra["code"])
@@ -81,6 +85,7 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
             result = await pipeline.judge(record, None)
         except ReplayMiss as exc:
             report.missing_calls.append(f"{record.answer_id}: {exc}")
+            missing.add(record.answer_id)
             continue
         if result.status != ra["status"]:
             report.differences.append(
@@ -118,6 +123,8 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                             "replayed": new[key],
                         }
                     )
+    _mark_reproduced(store, report, [ra["answer_id"] for ra in store.run_answer_rows(run_id)],
+                     stored, seen, missing)
     for claim_id, old in stored.items():
         if claim_id not in seen and not any(
             m.startswith(old["answer_id"]) for m in report.missing_calls
@@ -132,6 +139,20 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 }
             )
     return report
+
+
+def _mark_reproduced(store: Store, report: ReplayReport, answer_ids: list[str],
+                     stored: dict[str, Any], seen: set[str], missing: set[str]) -> None:
+    """Record the current code against every answer whose verdicts it re-derived exactly:
+    later runs that reuse them under this code are then not warned about."""
+    if report.template_changes:
+        return
+    differing = {d["answer_id"] for d in report.differences}
+    differing |= {old["answer_id"] for cid, old in stored.items() if cid not in seen}
+    for answer_id in answer_ids:
+        if answer_id not in differing | missing:
+            store.mark_reproduced(report.judge_version, answer_id, report.code)
+            report.reproduced += 1
 
 
 def _norm(value: Any) -> Any:

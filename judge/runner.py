@@ -63,7 +63,7 @@ class RunSummary:
             f"{self.answers_from_other_code} answer(s) taken from the store were judged by "
             f"other code than this ({self.code}), so their verdicts may be stale; "
             f"`judge replay --db {db} --run {self.run_id}` shows what this code would change "
-            "(no model call)"
+            "(no model call), and records the answers it reproduces so this warning stops"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,11 +141,11 @@ async def run_batch(
             continue
         summary.answers += 1
         if store.answer_done(pipeline.judge_version, item.record.answer_id):
-            code = store.link_answer(
+            known = store.link_answer(
                 run_id, item.record.answer_id, item.line, pipeline.judge_version
             )
             summary.answers_from_store += 1
-            summary.answers_from_other_code += int(code != summary.code)
+            summary.answers_from_other_code += int(summary.code not in known)
         else:
             todo.append(item)
     total = len(todo)

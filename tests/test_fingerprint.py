@@ -85,3 +85,24 @@ def test_reuse_of_verdicts_judged_by_other_code_is_reported(
     assert store.run(second.run_id)["code"] == "0123456789ab"
     report = replay_run(store, second.run_id)
     assert set(report.stored_code) == {None, first.code}
+
+
+def test_replay_records_the_answers_this_code_reproduces_and_the_warning_stops(
+    tmp_path: Path, store: Store, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    path = batch(tmp_path)
+    first = asyncio.run(run_batch(path, store, config))
+    # as if stored before fingerprints were recorded, with one verdict that this code
+    # would not give
+    store.db.execute("update run_answers set code = null")
+    store.db.execute("update verdicts set label = 'contradicted' where answer_id = 'a1'")
+    store.db.conn.commit()
+    assert asyncio.run(run_batch(path, store, config)).answers_from_other_code == 3
+    report = replay_run(store, first.run_id)
+    assert report.reproduced == 2 and {d["answer_id"] for d in report.differences} == {"a1"}
+    reproduced = {r["answer_id"]: r["reproduced_by"] for r in store.run_answer_rows(first.run_id)}
+    assert reproduced["a1"] is None and reproduced["a0"] == f'["{code_fingerprint()}"]'
+    again = asyncio.run(run_batch(path, store, config))
+    assert again.answers_from_other_code == 1  # only the answer replay could not reproduce
+    replay_run(store, first.run_id)  # replaying again adds nothing twice
+    assert store.run_answer_rows(first.run_id)[0]["reproduced_by"] == f'["{code_fingerprint()}"]'

@@ -236,7 +236,8 @@ def replay(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Re-derive a run's verdicts from stored model outputs (no model calls) and report
-    any difference. Exit code 1 when anything differs."""
+    any difference. Exit code 1 when anything differs. Answers whose verdicts this code
+    reproduces exactly are recorded, so reusing them under this code is not warned about."""
     from judge.replay import replay_run
 
     store = open_store(db, must_exist=True)
@@ -255,7 +256,9 @@ def replay(
             f"0 model calls"
         )
         judged_by = ", ".join(c or "unrecorded" for c in report.stored_code) or "-"
-        out.print(f"judged by code {escape(judged_by)}; replayed by code {report.code}")
+        out.print(f"judged by code {escape(judged_by)}; replayed by code {report.code}, "
+                  f"which reproduces {report.reproduced} of {report.answers} answers exactly "
+                  "(recorded: reusing them under this code is not stale)")
         for line in report.template_changes + report.missing_calls:
             out.print(f"[yellow]{escape(line)}[/]")
         for diff in report.differences:

@@ -178,10 +178,11 @@ class Store:
 
     def link_answer(
         self, run_id: str, answer_id: str, line: int, judge_version: str
-    ) -> str | None:
+    ) -> list[str]:
         """Record that a run covers an answer already judged by the same judge version.
-        Returns the fingerprint of the code that judged it (None: unknown, stored before
-        fingerprints were recorded)."""
+        Returns the fingerprints of the code known to give its verdicts: the code that
+        judged it (unknown when stored before fingerprints were recorded) and any code whose
+        replay reproduced them."""
         prior = next(
             self.db.query(
                 "select ra.* from run_answers ra join runs r on r.id = ra.run_id "
@@ -192,7 +193,24 @@ class Store:
         )
         with self.transaction():
             self.db["run_answers"].insert({**prior, "run_id": run_id, "line": line}, replace=True)
-        return prior["code"]
+        known = [prior["code"], *json.loads(prior["reproduced_by"] or "[]")]
+        return [code for code in known if code]
+
+    def mark_reproduced(self, judge_version: str, answer_id: str, code: str) -> None:
+        """Record that ``code`` re-derived the stored verdicts of an answer exactly (every run
+        of the judge version that covers the answer shares those verdicts)."""
+        rows = list(self.db.query(
+            "select ra.run_id, ra.answer_id, ra.reproduced_by from run_answers ra "
+            "join runs r on r.id = ra.run_id where r.judge_version = ? and ra.answer_id = ?",
+            [judge_version, answer_id],
+        ))
+        with self.transaction():
+            for row in rows:
+                known = json.loads(row["reproduced_by"] or "[]")
+                if code not in known:
+                    self.db["run_answers"].update(
+                        (row["run_id"], row["answer_id"]), {"reproduced_by": _dumps([*known, code])}
+                    )
 
     def save_answer_result(
         self,

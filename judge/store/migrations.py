@@ -260,6 +260,13 @@ def m003_code_fingerprint(db: sqlite_utils.Database) -> None:
     db["run_answers"].add_column("code", str)
 
 
+@migration
+def m004_code_reproduced(db: sqlite_utils.Database) -> None:
+    """The code fingerprints whose ``judge replay`` gave an answer's stored verdicts exactly
+    (a JSON list): reusing those verdicts under such code is not stale."""
+    db["run_answers"].add_column("reproduced_by", str)
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
