@@ -60,15 +60,21 @@ def locate_excerpts(
     return chosen
 
 
-def locate_sentences(claim: str, record: AnswerRecord, k: int) -> list[Evidence]:
-    """The ``k`` single source sentences that best cover the claim, across all sources, best
-    first (ties: earlier source, then earlier sentence); sentences sharing no word with the
-    claim are left out. Used for the per-sentence questions (``sentence_questions``)."""
+def best_sentences(claim: str, record: AnswerRecord, k: int) -> list[tuple[float, str, int, int]]:
+    """``(score, source id, start, end)`` of the ``k`` single source sentences that best cover
+    the claim (:func:`judge.text.best_passages` scores), across all sources, best first (ties:
+    earlier source, then earlier sentence); sentences sharing no word with it are left out."""
     scored: list[tuple[float, str, int, int]] = []
     for source in record.sources:
         for start, end, score in best_passages(claim, source.content, k=k, window=1):
             scored.append((score, source.id, start, end))
     scored.sort(key=lambda item: -item[0])
+    return scored[:k]
+
+
+def locate_sentences(claim: str, record: AnswerRecord, k: int) -> list[Evidence]:
+    """The :func:`best_sentences` as evidence, for the per-sentence questions
+    (``sentence_questions``)."""
     return [
         Evidence(
             source_id=source_id,
@@ -77,5 +83,5 @@ def locate_sentences(claim: str, record: AnswerRecord, k: int) -> list[Evidence]
             start=start,
             end=end,
         )
-        for _, source_id, start, end in scored[:k]
+        for _, source_id, start, end in best_sentences(claim, record, k)
     ]

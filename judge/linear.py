@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from judge.checks import evidence_numbers_check
 from judge.citations import strip_markers
+from judge.excerpts import best_sentences
 from judge.records import AnswerRecord
 from judge.scores import OPTIONS, TIE_ORDER, log_normalise, softmax
 from judge.signals import OPINION, evidence_overlap
-from judge.text import best_passages
 from judge.verdicts import LABELS, Evidence
 
 #: The features the embedded default's rule weighs.
@@ -109,11 +109,7 @@ def features(
     ).failed
     lp = log_normalise(logprobs)
     claim = strip_markers(claim_text, record.sources)
-    best_sentence = max(
-        (score for source in record.sources
-         for _, _, score in best_passages(claim, source.content, k=1, window=1)),
-        default=0.0,
-    )
+    best = best_sentences(claim, record, 1)
     per_sentence = {}
     if sentences is not None:
         answers = [log_normalise(answer) for answer in sentences] or [lp]
@@ -129,7 +125,7 @@ def features(
         "first_person": float(bool(FIRST_PERSON.search(claim))),
         "second_person": float(bool(SECOND_PERSON.search(claim))),
         "question": float(bool(QUESTION.search(claim))),
-        "best_sentence": best_sentence,
+        "best_sentence": best[0][0] if best else 0.0,
         **per_sentence,
     }
 
