@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from tune_scores import (  # noqa: E402
     fold_of,
     load_items,
     per_dataset,
+    stored_config,
 )
 
 from calibration.stats import wilson_bounds  # noqa: E402
@@ -166,7 +166,7 @@ def main() -> int:
         print("no scored tuning items found", file=sys.stderr)
         return 1
     # the per-sentence features when the run asked the per-sentence questions
-    args.sentence_questions = sentence_questions(args.db, args.version)
+    args.sentence_questions = int(stored_config(args.db, args.version).get("sentence_questions", 0))
     names = (CORE_FEATURES + (TEXT_FEATURES if args.text_features else ())
              + (SENTENCE_FEATURES if args.sentence_questions else ()))
     y = np.array([i.gold for i in items])
@@ -212,13 +212,6 @@ def gold_ids(path: Path) -> list[str]:
     """The item ids of a gold file, in file order."""
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line)["id"] for line in fh if line.strip()]
-
-
-def sentence_questions(db_path: Path, version: str) -> int:
-    """``sentence_questions`` of the stored judge version (0 when it asked none)."""
-    row = sqlite3.connect(db_path).execute(
-        "select config from judge_versions where id = ?", (version,)).fetchone()
-    return int(json.loads(row[0]).get("sentence_questions", 0)) if row else 0
 
 
 def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace) -> str:

@@ -52,7 +52,7 @@ def build(per_dataset: int) -> list[dict]:
     return chosen
 
 
-def second_round(first: list[dict], per_dataset: int, name: str = "round2") -> list[dict]:
+def later_round(first: list[dict], per_dataset: int, name: str) -> list[dict]:
     """More tuning items, not in ``first``, drawn like the check subsets (short sources
     at random, then the shortest remaining ones); ``name`` seeds the draw."""
     taken = {i["id"] for i in first}
@@ -84,9 +84,9 @@ def main() -> int:
     args = parser.parse_args()
     items = build(args.per_dataset)
     if args.second_round:
-        items += second_round(items, args.second_round)
+        items += later_round(items, args.second_round, "round2")
     if args.third_round:
-        items += second_round(items, args.third_round, "round3")
+        items += later_round(items, args.third_round, "round3")
     text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
     if args.check:
         if OUT.read_text(encoding="utf-8") != text:

@@ -81,6 +81,13 @@ class Item:
     features: dict[str, float] | None = None
 
 
+def stored_config(db_path: Path, version: str) -> dict:
+    """The versioned settings a stored judge version ran with ({} when unknown)."""
+    row = sqlite3.connect(db_path).execute(
+        "select config from judge_versions where id = ?", (version,)).fetchone()
+    return json.loads(row[0]) if row else {}
+
+
 def load_items(gold_path: Path, db_path: Path, versions: list[str], config: JudgeConfig
                ) -> list[Item]:
     """Items with the stored answers of ``versions[0]``; the ``check_contradiction`` answer
@@ -90,9 +97,7 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
     conv = gold_to_records(gold.entries)
     records = {r["id"]: AnswerRecord.model_validate(r) for r in conv.records}
     db = sqlite3.connect(db_path)
-    stored_config = db.execute("select config from judge_versions where id = ?",
-                               (versions[0],)).fetchone()
-    stored = json.loads(stored_config[0]) if stored_config else {}
+    stored = stored_config(db_path, versions[0])
     asked_sentences = bool(stored.get("sentence_questions"))
     # a verdict lists its option calls in order: the voting prompts' answers, then the
     # per-sentence answers (a sentence question identical to the main one reuses its call,

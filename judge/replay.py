@@ -74,7 +74,8 @@ def replay_run(store: Store, run_id: str) -> ReplayReport:
 async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # type: ignore[no-untyped-def]
     seen: set[str] = set()
     missing: set[str] = set()
-    for ra in store.run_answer_rows(run_id):
+    answer_rows = store.run_answer_rows(run_id)
+    for ra in answer_rows:
         if ra["code"] not in report.stored_code:
             report.stored_code.append(ra["code"])
         record = store.answer_record(ra["answer_id"])
@@ -123,12 +124,8 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                             "replayed": new[key],
                         }
                     )
-    _mark_reproduced(store, report, [ra["answer_id"] for ra in store.run_answer_rows(run_id)],
-                     stored, seen, missing)
     for claim_id, old in stored.items():
-        if claim_id not in seen and not any(
-            m.startswith(old["answer_id"]) for m in report.missing_calls
-        ):
+        if claim_id not in seen and old["answer_id"] not in missing:
             report.differences.append(
                 {
                     "answer_id": old["answer_id"],
@@ -138,17 +135,18 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                     "replayed": None,
                 }
             )
+    _mark_reproduced(store, report, [ra["answer_id"] for ra in answer_rows], missing)
     return report
 
 
 def _mark_reproduced(store: Store, report: ReplayReport, answer_ids: list[str],
-                     stored: dict[str, Any], seen: set[str], missing: set[str]) -> None:
-    """Record the current code against every answer whose verdicts it re-derived exactly:
-    later runs that reuse them under this code are then not warned about."""
+                     missing: set[str]) -> None:
+    """Record the current code against every answer whose verdicts it re-derived exactly
+    (no difference, no missing call): later runs that reuse them under this code are then
+    not warned about."""
     if report.template_changes:
         return
     differing = {d["answer_id"] for d in report.differences}
-    differing |= {old["answer_id"] for cid, old in stored.items() if cid not in seen}
     for answer_id in answer_ids:
         if answer_id not in differing | missing:
             store.mark_reproduced(report.judge_version, answer_id, report.code)
