@@ -45,6 +45,7 @@ from judge.config import JudgeConfig  # noqa: E402
 from judge.linear import (  # noqa: E402
     CORE_FEATURES,
     SENTENCE_FEATURES,
+    SLOT_FEATURES,
     TEXT_FEATURES,
     ScoreModel,
     decide_linear,
@@ -166,9 +167,13 @@ def main() -> int:
         print("no scored tuning items found", file=sys.stderr)
         return 1
     # the per-sentence features when the run asked the per-sentence questions
-    args.sentence_questions = int(stored_config(args.db, args.version).get("sentence_questions", 0))
+    stored = stored_config(args.db, args.version)
+    args.sentence_questions = int(stored.get("sentence_questions", 0))
+    # and the fill-the-blank features when it asked prompt fill_slot
+    args.fill_slot = stored.get("prompts", {}).get("fill_slot")
     names = (CORE_FEATURES + (TEXT_FEATURES if args.text_features else ())
-             + (SENTENCE_FEATURES if args.sentence_questions else ()))
+             + (SENTENCE_FEATURES if args.sentence_questions else ())
+             + (SLOT_FEATURES if args.fill_slot else ()))
     y = np.array([i.gold for i in items])
     oof = {lam: out_of_fold(items, lam, names) for lam in LAMBDAS}
     cv = {lam: balanced_accuracy(oof[lam][0], y) for lam in LAMBDAS}
@@ -222,7 +227,8 @@ def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace
         'model = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"',
         'strategy = "scores"',
         "signals = false",  # the signals are the score_model's features, never overrides
-        'prompts = { split_claims = "v1", choose_label = "v1" }',
+        'prompts = { split_claims = "v1", choose_label = "v1"'
+        + (f', fill_slot = "{args.fill_slot}"' if args.fill_slot else "") + " }",
         f"review_support_below = {review_below}",
         "abstention_check = true",
         *([f"sentence_questions = {args.sentence_questions}"] if args.sentence_questions else []),

@@ -37,14 +37,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+from judge.citations import strip_markers  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
 from judge.evaluation import gold_to_records  # noqa: E402
+from judge.excerpts import locate_excerpts  # noqa: E402
 from judge.gold import load_gold  # noqa: E402
 from judge.linear import features  # noqa: E402
 from judge.prompts import prompt_versions  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.scores import combine, log_normalise, yes_probability  # noqa: E402
 from judge.signals import apply_signals  # noqa: E402
+from judge.slots import compare, find_slot  # noqa: E402
 from judge.verdicts import LABELS, Evidence  # noqa: E402
 
 GRID = np.round(np.arange(-3.0, 3.01, 0.5), 2)
@@ -99,6 +102,7 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
     db = sqlite3.connect(db_path)
     stored = stored_config(db_path, versions[0])
     asked_sentences = bool(stored.get("sentence_questions"))
+    asked_slot = "fill_slot" in stored.get("prompts", {})
     # a verdict lists its option calls in order: the voting prompts' answers, then the
     # per-sentence answers (a sentence question identical to the main one reuses its call,
     # so the stored purpose cannot tell them apart; the position can)
@@ -117,17 +121,19 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
         if row is None:
             print(f"warning: no verdict for {it.id} under {versions[0]}", file=sys.stderr)
             continue
-        answers, yes, sentences = [], None, []
+        answers, yes, sentences, fill = [], None, [], None
         for number, other in enumerate(rows):
             for call_id in json.loads(other[0]) if other else []:
                 call = db.execute(
                     "select purpose, parsed from calls where id = ? and error is null "
-                    "and purpose in ('score', 'contradiction', 'sentence')",
+                    "and purpose in ('score', 'contradiction', 'sentence', 'slot')",
                     (call_id,),
                 ).fetchone()
                 if call and call[1] and call[0] in ("score", "sentence") and number == 0:
                     logprobs = json.loads(call[1])["logprobs"]
                     (answers if len(answers) < main_answers else sentences).append(logprobs)
+                elif call and call[1] and call[0] == "slot" and number == 0:
+                    fill = json.loads(call[1])["answer"]
                 elif call and call[1] and call[0] == "contradiction" and yes is None:
                     yes = yes_probability(json.loads(call[1])["logprobs"])
         if not answers:  # judge_error: stays an error under any rule
@@ -137,6 +143,13 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
         lp = np.array([normalised[label] for label in LABELS], dtype=float)
         evidence = [Evidence.model_validate(e) for e in json.loads(row[1])]
         record = records[ref.answer_id]
+        outcome = None
+        slot = find_slot(strip_markers(it.claim, record.sources)) if asked_slot else None
+        if slot is not None:
+            if fill is None:  # the pipeline made this a judge_error
+                continue
+            excerpts = [e.quote for e in locate_excerpts(it.claim, record)]
+            outcome = compare(slot, fill, excerpts)
         signal = {}
         for support, contradiction in THRESHOLDS:
             cfg = config.model_copy(update={"support_overlap_min": support,
@@ -146,7 +159,8 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
                 for label in LABELS
             ])
         values = features(it.claim, scores, evidence, record, config.support_overlap_min,
-                          config.numbers_overlap_min, sentences if asked_sentences else None)
+                          config.numbers_overlap_min, sentences if asked_sentences else None,
+                          outcome)
         items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal, yes,
                           values["overlap"], values))
     return items

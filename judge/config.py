@@ -213,6 +213,12 @@ class JudgeConfig(BaseModel):
                     f"score_model weighs per-sentence answers ({', '.join(needs)}): it needs "
                     "sentence_questions of at least 1"
                 )
+            needs = self.score_model.slot_features() if self.score_model else []
+            if needs and "fill_slot" not in self.prompts:
+                raise ValueError(
+                    f"score_model weighs fill-the-blank answers ({', '.join(needs)}): it needs "
+                    "prompt 'fill_slot'"
+                )
             return self
         if self.sentence_questions:
             raise ValueError(
@@ -223,6 +229,11 @@ class JudgeConfig(BaseModel):
             raise ValueError(
                 f"score_model decides from option scores: it needs strategy 'scores', "
                 f"not {self.strategy!r}"
+            )
+        if "fill_slot" in self.prompts:
+            raise ValueError(
+                "prompt 'fill_slot' is a question of strategy 'scores'; "
+                f"strategy {self.strategy!r} never asks it"
             )
         if "check_contradiction" in self.prompts:
             raise ValueError(

@@ -25,6 +25,7 @@ from judge.excerpts import best_sentences
 from judge.records import AnswerRecord
 from judge.scores import OPTIONS, TIE_ORDER, log_normalise, softmax
 from judge.signals import OPINION, evidence_overlap
+from judge.slots import OUTCOMES
 from judge.verdicts import LABELS, Evidence
 
 #: The features the embedded default's rule weighs.
@@ -43,8 +44,11 @@ TEXT_FEATURES: tuple[str, ...] = (
     "question",  # 1 when it asks rather than states
     "best_sentence",  # BM25 coverage of the claim by the best single source sentence
 )
+#: With prompt ``fill_slot``: what the model filled the claim's blanked detail with
+#: (judge.slots); all 0 when the question was not asked or the claim has no detail to blank out.
+SLOT_FEATURES: tuple[str, ...] = tuple(f"slot_{outcome}" for outcome in OUTCOMES)
 #: The features every ``scores`` verdict has, in a fixed order.
-BASE_FEATURES: tuple[str, ...] = CORE_FEATURES + TEXT_FEATURES
+BASE_FEATURES: tuple[str, ...] = CORE_FEATURES + TEXT_FEATURES + SLOT_FEATURES
 FIRST_PERSON = re.compile(
     r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us)\b|我", re.IGNORECASE
 )
@@ -88,8 +92,15 @@ class ScoreModel(BaseModel):
 
     def sentence_features(self) -> list[str]:
         """The per-sentence features this rule weighs (they need ``sentence_questions``)."""
+        return self._used(SENTENCE_FEATURES)
+
+    def slot_features(self) -> list[str]:
+        """The fill-the-blank features this rule weighs (they need prompt ``fill_slot``)."""
+        return self._used(SLOT_FEATURES)
+
+    def _used(self, names: tuple[str, ...]) -> list[str]:
         used = {name for row in self.weights.values() for name in row}
-        return [name for name in SENTENCE_FEATURES if name in used]
+        return [name for name in names if name in used]
 
 
 def features(
@@ -100,9 +111,11 @@ def features(
     support_overlap_min: float,
     numbers_overlap_min: float,
     sentences: list[Mapping[str, float]] | None = None,
+    slot: str | None = None,
 ) -> dict[str, float]:
     """The features of one claim (``BASE_FEATURES``; with ``sentences``, the answers to the
-    per-sentence questions, also ``SENTENCE_FEATURES``)."""
+    per-sentence questions, also ``SENTENCE_FEATURES``; ``SLOT_FEATURES`` are one-hot of the
+    fill-the-blank outcome, all 0 when ``slot`` is None)."""
     overlap = evidence_overlap(claim_text, evidence, record)
     numbers_missing = overlap >= numbers_overlap_min and evidence_numbers_check(
         claim_text, evidence, record
@@ -127,6 +140,7 @@ def features(
         "question": float(bool(QUESTION.search(claim))),
         "best_sentence": best[0][0] if best else 0.0,
         **per_sentence,
+        **{f"slot_{outcome}": float(slot == outcome) for outcome in OUTCOMES},
     }
 
 

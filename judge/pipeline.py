@@ -16,7 +16,7 @@ from pathlib import Path
 from judge import checks as checks_mod
 from judge.abstention import check_abstention, looks_like_abstention
 from judge.checks import evidence_numbers_check
-from judge.citations import segment_answer
+from judge.citations import segment_answer, strip_markers
 from judge.config import JudgeConfig, judge_version
 from judge.excerpts import locate_excerpts, locate_sentences
 from judge.linear import decide_linear, features
@@ -27,6 +27,7 @@ from judge.schemas import ClaimJudgement, ClaimLabel, SplitOutput, VerifyOutput
 from judge.scores import OPTIONS, YES_NO, combine, decide, describe, yes_probability
 from judge.selfgrade import self_grading_reason
 from judge.signals import apply_signals
+from judge.slots import SlotFill, compare, find_slot
 from judge.text import has_cjk
 from judge.verdicts import JUDGE_ERROR, AnswerStatus, Check, Claim, Evidence, Label, Verdict
 
@@ -250,6 +251,24 @@ class Pipeline:
                     return self._verdict(record, claim, None, error, [*calls, exc.call_id])
                 calls.append(call)
                 sentences.append(logprobs)
+        slot_outcome, slot_note = None, ""
+        slot = (
+            find_slot(strip_markers(claim.text, record.sources))
+            if "fill_slot" in self.config.prompts else None
+        )
+        if slot is not None:
+            prompt = render(
+                "fill_slot", self.config.prompts["fill_slot"], self.root,
+                statement=slot.statement, excerpts=excerpts, zh=has_cjk(claim.text),
+            )
+            try:
+                fill, call = await self.client.structured(prompt, SlotFill, "slot", run_id)
+            except CallFailed as exc:
+                error = f"fill-the-blank question failed: {exc}"
+                return self._verdict(record, claim, None, error, [*calls, exc.call_id])
+            calls.append(call)
+            slot_outcome = compare(slot, fill.answer, [e["text"] for e in excerpts])
+            slot_note = f", blank {slot.text[:40]!r} filled as {fill.answer[:40]!r}: {slot_outcome}"
         if self.config.score_model is None:
             label, probs = decide(combined, self.config.label_bias)
             rationale = f"scores on program-located excerpts: {describe(probs)}"
@@ -257,6 +276,7 @@ class Pipeline:
             values = features(
                 claim.text, combined, located, record,
                 self.config.support_overlap_min, self.config.numbers_overlap_min, sentences,
+                slot_outcome,
             )
             label, probs = decide_linear(values, self.config.score_model)
             best = (
@@ -267,7 +287,7 @@ class Pipeline:
             rationale = (
                 f"linear rule on scores and evidence: {describe(probs)} (overlap "
                 f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
-                f"opinion wording {int(values['opinion'])}{best})"
+                f"opinion wording {int(values['opinion'])}{best}{slot_note})"
             )
         if "check_contradiction" in self.config.prompts and (
             label in self.config.contradiction_overrides
