@@ -5,8 +5,10 @@
         [--gold gold/tuning_subset.jsonl] [--output gold/reports/tuning_linear.json] \
         [--toml gold/configs/scores_v1_linear.toml]
 
-Class-balanced multinomial logistic regression over judge.linear.FEATURES (standardised for
-the fit, written back in raw units), with an L2 penalty on the weights. The penalty strength
+Class-balanced multinomial logistic regression over judge.linear.CORE_FEATURES (plus
+TEXT_FEATURES with ``--text-features``, and the per-sentence or fill-the-blank features when
+the run asked those questions), standardised for the fit and written back in raw units, with
+an L2 penalty on the weights. The penalty strength
 is chosen from ``LAMBDAS`` by grouped 10-fold cross-validated class-balanced log-loss (items
 of one group share a fold; a proper scoring rule keeps the probabilities the queue reads
 honest); each grid value is a configuration tried, and so is each
@@ -159,10 +161,7 @@ def main() -> int:
                              "best single-sentence coverage)")
     args = parser.parse_args()
     config = JudgeConfig.load()
-    items = load_items(args.gold, args.db, [args.version], config)
-    if args.first is not None:
-        wanted = set(gold_ids(args.gold)[: args.first])
-        items = [i for i in items if i.id in wanted]
+    items = load_items(args.gold, args.db, [args.version], config, args.first)
     if not items:
         print("no scored tuning items found", file=sys.stderr)
         return 1
@@ -211,12 +210,6 @@ def main() -> int:
     if args.toml:
         args.toml.write_text(config_toml(model, queue["review_support_below"], args), "utf-8")
     return 0
-
-
-def gold_ids(path: Path) -> list[str]:
-    """The item ids of a gold file, in file order."""
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line)["id"] for line in fh if line.strip()]
 
 
 def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace) -> str:

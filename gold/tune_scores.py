@@ -91,11 +91,12 @@ def stored_config(db_path: Path, version: str) -> dict:
     return json.loads(row[0]) if row else {}
 
 
-def load_items(gold_path: Path, db_path: Path, versions: list[str], config: JudgeConfig
-               ) -> list[Item]:
-    """Items with the stored answers of ``versions[0]``; the ``check_contradiction`` answer
-    comes from the first listed version that asked it (a run only asks it for the labels it
-    may change, so a second run can fill in the rest)."""
+def load_items(gold_path: Path, db_path: Path, versions: list[str], config: JudgeConfig,
+               first: int | None = None) -> list[Item]:
+    """Items with the stored answers of ``versions[0]`` (of the first ``first`` gold items
+    only, when given); the ``check_contradiction`` answer comes from the first listed version
+    that asked it (a run only asks it for the labels it may change, so a second run can fill
+    in the rest)."""
     gold = load_gold(gold_path)
     conv = gold_to_records(gold.entries)
     records = {r["id"]: AnswerRecord.model_validate(r) for r in conv.records}
@@ -108,7 +109,7 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
     # so the stored purpose cannot tell them apart; the position can)
     main_answers = len(prompt_versions(stored.get("prompts", {}).get("choose_label", "v1")))
     items = []
-    for entry in gold.entries:
+    for entry in gold.entries[:first]:
         it = entry.item
         ref = conv.refs.get(it.id)
         if ref is None:

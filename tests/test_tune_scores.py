@@ -145,3 +145,52 @@ def test_load_items_reads_the_per_sentence_answers_of_a_stored_run(
     # the one-sentence source: its sentence answer is the excerpts' answer, counted once
     assert np.isclose(paris["s_max_supported"], paris["lp_supported"])
     assert np.isclose(np.exp(paris["lp_supported"]), 0.9)
+
+
+def test_load_items_reads_the_fill_the_blank_answers_of_a_stored_run(
+    tmp_path: Path, fake_llm: Any
+) -> None:
+    """The fit reads the stored fill-the-blank answer and compares it with the blanked detail
+    as the pipeline does; a claim with no detail has all slot features 0; ``first`` keeps
+    only the first gold items."""
+    from judge.config import JudgeConfig
+    from judge.evaluation import gold_to_records, write_records
+    from judge.gold import load_gold
+    from judge.runner import run_batch
+    from judge.store import Store
+    from tests.fakes import CHOICE, choice_reply
+
+    src = "Python 3.11 added the tomllib module in October 2022."
+    items = [
+        {"id": f"t:g{n}:0", "dataset": "t", "claim": claim, "sources": [{"id": "s", "text": src}],
+         "label": label, "annotator": "human:t"}
+        for n, (claim, label) in enumerate([
+            ("Python 3.10 added the tomllib module.", "contradicted"),
+            ("The tomllib module was added in October 2022.", "supported"),
+            ("The module only reads files.", "not_in_source"),
+        ])
+    ]
+    gold_path = tmp_path / "gold.jsonl"
+    gold_path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+
+    def responder(schema: str, messages: list[dict[str, Any]]) -> Any:
+        if schema == CHOICE:
+            return choice_reply("A")
+        return json.dumps({"answer": "Python 3.11" if "added the tomllib" in messages[-1][
+            "content"].split("blank")[-1] else "October 2022"})
+
+    fake_llm.responder = responder
+    config = JudgeConfig(model="fake/judge-model", strategy="scores",
+                         prompts={"split_claims": "v1", "choose_label": "v1", "fill_slot": "v1"})
+    conv = gold_to_records(load_gold(gold_path).entries)
+    records = write_records(conv, tmp_path / "records.jsonl")
+    db = tmp_path / "t.db"
+    summary = asyncio.run(run_batch(records, Store.open(db), config))
+    assert summary.model_calls == 5  # three choices, two blanks
+    loaded = {i.id: i.features for i in tune.load_items(gold_path, db, [summary.judge_version],
+                                                          config)}
+    slots = {k: tuple(v[f"slot_{o}"] for o in ("same", "other", "unstated"))  # type: ignore[index]
+             for k, v in loaded.items()}
+    assert slots == {"t:g0:0": (0, 1, 0), "t:g1:0": (1, 0, 0), "t:g2:0": (0, 0, 0)}
+    first = tune.load_items(gold_path, db, [summary.judge_version], config, first=2)
+    assert [i.id for i in first] == ["t:g0:0", "t:g1:0"]
