@@ -1,6 +1,6 @@
 """Deterministic tuning/check split of the external dev sets and the `make eval` subset.
 
-    python gold/make_subset.py            # rewrites the three outputs below
+    python gold/make_subset.py            # rewrites the outputs below
     python gold/make_subset.py --check    # exit 1 if they are not what this script writes
 
 Inputs: ``gold/external/<dataset>.dev.jsonl`` (copies of ``shared/gold/external``).
@@ -49,6 +49,11 @@ PER_DATASET = 12  # 48 items (make eval): ~7 s per claim for the scores default 
 #: The larger check subset (``eval_large.jsonl``, ``make eval-large``): the same draw with
 #: a larger quota, so it holds the short-source items of the small one and more.
 PER_DATASET_LARGE = 40
+#: The largest check subset (``eval_xl.jsonl``, ``make eval-xl``): the same draw again, so it
+#: holds the large one; every contradicted and not_verifiable item of the check parts that
+#: the draw reaches, for figures on the rare labels with intervals narrow enough to compare
+#: judge versions.
+PER_DATASET_XL = 100
 MAX_SOURCE_CHARS = 900
 
 #: Who wrote the answers, where the upstream README says so (``begin``: the system is the
@@ -173,12 +178,15 @@ def build(per_dataset: int = PER_DATASET
 def render() -> dict[Path, str]:
     splits, subset, manifest = build()
     _, large, large_manifest = build(PER_DATASET_LARGE)
+    _, xl, xl_manifest = build(PER_DATASET_XL)
     return {
         ROOT / "splits.json": json.dumps(splits, indent=1) + "\n",
         ROOT / "eval_subset.jsonl": _jsonl(subset),
         ROOT / "eval_subset.manifest.json": _pretty(manifest),
         ROOT / "eval_large.jsonl": _jsonl(large),
         ROOT / "eval_large.manifest.json": _pretty(large_manifest),
+        ROOT / "eval_xl.jsonl": _jsonl(xl),
+        ROOT / "eval_xl.manifest.json": _pretty(xl_manifest),
     }
 
 
