@@ -5,7 +5,9 @@ from ``gold/reports/history.json`` and the calibration reports it names, never t
 
 Each manifest entry names a judge version, what changed, whether it was adopted, and the
 calibration reports (``judge eval-gold --output-json``) of the check subset and the larger
-check subset; the figures come from those reports.
+check subset, and optionally of the largest one (``check_xl``, ``make eval-xl``); the figures
+come from those reports. Versions measured on the largest subset get a second table with
+intervals and the recall of the rare labels.
 """
 
 from __future__ import annotations
@@ -40,6 +42,20 @@ def _value(data: dict[str, Any], key: str) -> float | None:
     return item.get("value") if isinstance(item, dict) else item
 
 
+def _interval(data: dict[str, Any], key: str) -> str:
+    ci = data.get(f"{key}_ci") or data.get(key)
+    if not isinstance(ci, dict) or ci.get("ci_low") is None:
+        return _pct(_value(data, key))
+    return f"{_pct(_value(data, key))} ({ci['ci_low']:.0%}–{ci['ci_high']:.0%})"
+
+
+def _recall(data: dict[str, Any], label: str) -> str:
+    recall = (data.get("per_label", {}).get(label) or {}).get("recall")
+    if not isinstance(recall, dict) or recall.get("value") is None:
+        return "–"
+    return f"{recall['value']:.0%} (n={recall['n']})"
+
+
 def history_table(manifest: Path) -> str:
     entries = json.loads(manifest.read_text(encoding="utf-8"))["versions"]
     root = manifest.parent
@@ -65,6 +81,29 @@ def history_table(manifest: Path) -> str:
             f"{_pct(_value(large, 'queue_recall'))} / {_pct(_value(large, 'queue_load'))} | "
             f"{entry['adopted']} |"
         )
+    xl = [entry for entry in entries if entry.get("check_xl")]
+    if xl:
+        n = {_figures(root / e["check_xl"], e["version"]).get("n") for e in xl}
+        size = n.pop() if len(n) == 1 else "?"
+        rows += [
+            "",
+            f"The same versions on the {size}-claim subset of `make eval-xl` (it holds the 156 "
+            "and reaches every contradicted and not_verifiable claim the draw allows; 95% "
+            "intervals; all versions served from the same stored answers):",
+            "",
+            "| judge version | bal. acc. | contradicted recall | not_verifiable recall | "
+            "lenient | queue recall / load | adopted |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for entry in xl:
+            data = _figures(root / entry["check_xl"], entry["version"])
+            rows.append(
+                f"| `{entry['version']}` | {_interval(data, 'balanced_accuracy')} | "
+                f"{_recall(data, 'contradicted')} | {_recall(data, 'not_verifiable')} | "
+                f"{_interval(data, 'lenient_rate')} | "
+                f"{_pct(_value(data, 'queue_recall'))} / {_pct(_value(data, 'queue_load'))} | "
+                f"{entry['adopted']} |"
+            )
     return "\n".join(rows)
 
 
