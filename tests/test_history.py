@@ -31,7 +31,7 @@ def test_table_comes_from_the_reports_and_refuses_a_report_of_another_version(
     manifest.write_text(json.dumps({"versions": [entry]}))
     table = history_table(manifest)
     assert "| `aaa` | first | 50.0% / 52.5% | 20.0% | 90.0% / 70.0% | yes |" in table
-    assert "make eval-xl" not in table  # no version measured on the largest subset
+    assert "claim subset of `make eval` (" not in table  # no version measured on the largest subset
     entry["check_large"] = report(tmp_path / "other.json", "bbb", 0.6)
     manifest.write_text(json.dumps({"versions": [entry]}))
     with pytest.raises(EvaluationError, match="not of aaa"):
@@ -67,6 +67,6 @@ def test_versions_measured_on_the_largest_subset_get_a_table_with_intervals(
     ]
     manifest.write_text(json.dumps({"versions": entries}))
     table = history_table(manifest)
-    assert "358-claim subset of `make eval-xl`" in table
+    assert "358-claim subset of `make eval` (" in table
     assert "| `aaa` | 55.0% (50%–60%) | 40% (n=50) | – | 20.0% | 90.0% / 70.0% | yes |" in table
     assert table.count("| `bbb` |") == 1  # only in the first table
