@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 DB ?= out/sample.db
 SAMPLE ?= gold/samples/answers.jsonl
 
-.PHONY: run test test-fast lint bench eval eval-large eval-xl setup browser clean
+.PHONY: run test test-fast lint bench eval eval-large setup browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -44,28 +44,24 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 
-# Judge the fixed external-gold subset with the embedded default model (about 6 min on 2
-# cores; resumable, stored calls are reused), print the calibration report, and regenerate
-# the README quality table from it (between <!-- quality:start --> and <!-- quality:end -->).
+# Judge the fixed external-gold check subset (358 claims, gold/eval_xl.jsonl) with the embedded
+# default model (about 40 min on 2 cores from an empty store; resumable, stored calls are
+# reused), print the calibration report, and regenerate the README quality table from it
+# (between <!-- quality:start --> and <!-- quality:end -->) and the judge-version history.
 EVAL_DB ?= out/eval.db
-EVAL_GOLD ?= gold/eval_subset.jsonl
+EVAL_GOLD ?= gold/eval_xl.jsonl
 eval: $(STAMP)
 	mkdir -p out
 	$(BIN)/judge eval-gold $(EVAL_GOLD) --db $(EVAL_DB) --output-json out/eval.json --html out/eval.html
 	$(BIN)/python -m judge.evaluation --update-readme out/eval.json --readme README.md
 	$(BIN)/python -m judge.history --readme README.md
 
-# The larger check subset (156 items, gold/eval_large.jsonl; about 20 min with the default):
-# tighter intervals, same rules; its report goes to out/eval_large.{json,html}.
+# The 156-item check subset (gold/eval_large.jsonl, inside the 358; about 20 min from an empty
+# store); its report goes to out/eval_large.{json,html}. The 48-item one (about 6 min):
+# make eval EVAL_GOLD=gold/eval_subset.jsonl.
 eval-large: $(STAMP)
 	mkdir -p out
 	$(BIN)/judge eval-gold gold/eval_large.jsonl --db $(EVAL_DB) --output-json out/eval_large.json --html out/eval_large.html
-
-# The largest check subset (358 items, gold/eval_xl.jsonl, holds the 156; about 45 min with
-# the default on 2 cores, resumable): every contradicted / not_verifiable item the draw reaches.
-eval-xl: $(STAMP)
-	mkdir -p out
-	$(BIN)/judge eval-gold gold/eval_xl.jsonl --db $(EVAL_DB) --output-json out/eval_xl.json --html out/eval_xl.html
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

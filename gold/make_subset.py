@@ -50,8 +50,8 @@ PER_DATASET = 12  # 48 items (make eval): ~7 s per claim for the scores default 
 #: a larger quota, so it holds the short-source items of the small one and more.
 PER_DATASET_LARGE = 40
 #: The largest check subset (``eval_xl.jsonl``, ``make eval-xl``): the same draw again, so it
-#: holds the large one; every contradicted and not_verifiable item of the check parts that
-#: the draw reaches, for figures on the rare labels with intervals narrow enough to compare
+#: holds the large one, and reaches 50 of the 81 contradicted and all 45 not_verifiable items
+#: of the check parts, for figures on the rare labels with intervals narrow enough to compare
 #: judge versions.
 PER_DATASET_XL = 100
 MAX_SOURCE_CHARS = 900

@@ -67,6 +67,6 @@ def test_unstated_claim_on_the_same_subject_becomes_contradicted() -> None:
 
 def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from pathlib import Path
-    named = Path(__file__).resolve().parents[1] / "gold" / "configs" / "scores_v1_linear_t244.toml"
+    named = Path(__file__).resolve().parents[1] / "gold" / "configs" / "scores_v1_linear_t244_text.toml"
     assert JudgeConfig.load() == JudgeConfig.load(named)
     assert JudgeConfig.load().score_model is not None
