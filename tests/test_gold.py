@@ -173,6 +173,7 @@ def test_gold_items_become_pre_split_claims_with_the_pipelines_claim_ids(tmp_pat
 
 def test_the_repositorys_gold_sets_are_valid_and_usable() -> None:
     for name in ("gold/samples/gold.jsonl", "gold/regression.jsonl", "gold/eval_subset.jsonl",
+                 "gold/eval_large.jsonl", "gold/eval_xl.jsonl",
                  *(f"gold/external/{d}.dev.jsonl"
                    for d in ("factcheck_gpt", "wice", "begin", "dialfact"))):
         gold = load_gold(ROOT / name)
@@ -225,6 +226,23 @@ def test_the_eval_subset_is_reproducible_and_balanced() -> None:
         assert max(chosen) - min(chosen) <= 1, dataset
         assert not set(splits["datasets"][dataset]["check"]) & \
             set(splits["datasets"][dataset]["tuning"])
+
+
+def test_the_check_subsets_are_nested_and_drawn_from_the_check_part_only() -> None:
+    splits = json.loads((ROOT / "gold/splits.json").read_text())
+    check = {i for parts in splits["datasets"].values() for i in parts["check"]}
+    ids = {name: [i.id for i in load_gold(ROOT / f"gold/{name}.jsonl").items]
+           for name in ("eval_subset", "eval_large", "eval_xl")}
+    for name, found in ids.items():
+        assert len(found) == len(set(found)) and set(found) <= check, name
+    assert set(ids["eval_subset"]) < set(ids["eval_large"]) < set(ids["eval_xl"])
+    xl = load_gold(ROOT / "gold/eval_xl.jsonl").items
+    # every not_verifiable claim of the check parts: the rarest label is measured in full
+    external = [json.loads(line) for d in splits["datasets"]
+                for line in (ROOT / f"gold/external/{d}.dev.jsonl").read_text().splitlines()
+                if line.strip()]
+    rare = {i["id"] for i in external if i["id"] in check and i["label"] == "not_verifiable"}
+    assert rare and rare <= {i.id for i in xl}
 
 
 def test_the_tuning_subset_is_reproducible_and_never_touches_the_check_part() -> None:
