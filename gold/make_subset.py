@@ -54,6 +54,9 @@ PER_DATASET_LARGE = 40
 #: of the check parts, for figures on the rare labels with intervals narrow enough to compare
 #: judge versions.
 PER_DATASET_XL = 100
+#: Every check item (``eval_all.jsonl``, ``make eval-all``): the same draw with no quota left
+#: unfilled, so it holds the 358 and the check items no version was ever chosen on.
+PER_DATASET_ALL = 10_000
 MAX_SOURCE_CHARS = 900
 
 #: Who wrote the answers, where the upstream README says so (``begin``: the system is the
@@ -179,6 +182,7 @@ def render() -> dict[Path, str]:
     splits, subset, manifest = build()
     _, large, large_manifest = build(PER_DATASET_LARGE)
     _, xl, xl_manifest = build(PER_DATASET_XL)
+    _, everything, all_manifest = build(PER_DATASET_ALL)
     return {
         ROOT / "splits.json": json.dumps(splits, indent=1) + "\n",
         ROOT / "eval_subset.jsonl": _jsonl(subset),
@@ -187,6 +191,8 @@ def render() -> dict[Path, str]:
         ROOT / "eval_large.manifest.json": _pretty(large_manifest),
         ROOT / "eval_xl.jsonl": _jsonl(xl),
         ROOT / "eval_xl.manifest.json": _pretty(xl_manifest),
+        ROOT / "eval_all.jsonl": _jsonl(everything),
+        ROOT / "eval_all.manifest.json": _pretty(all_manifest),
     }
 
 
