@@ -173,7 +173,7 @@ def test_gold_items_become_pre_split_claims_with_the_pipelines_claim_ids(tmp_pat
 
 def test_the_repositorys_gold_sets_are_valid_and_usable() -> None:
     for name in ("gold/samples/gold.jsonl", "gold/regression.jsonl", "gold/eval_subset.jsonl",
-                 "gold/eval_large.jsonl", "gold/eval_xl.jsonl",
+                 "gold/eval_large.jsonl", "gold/eval_xl.jsonl", "gold/eval_all.jsonl",
                  *(f"gold/external/{d}.dev.jsonl"
                    for d in ("factcheck_gpt", "wice", "begin", "dialfact"))):
         gold = load_gold(ROOT / name)
@@ -229,13 +229,15 @@ def test_the_eval_subset_is_reproducible_and_balanced() -> None:
 
 
 def test_the_check_subsets_are_nested_and_drawn_from_the_check_part_only() -> None:
+    """48 < 156 < 358 < every check item (less exact duplicates of claim and sources)."""
     splits = json.loads((ROOT / "gold/splits.json").read_text())
     check = {i for parts in splits["datasets"].values() for i in parts["check"]}
     ids = {name: [i.id for i in load_gold(ROOT / f"gold/{name}.jsonl").items]
-           for name in ("eval_subset", "eval_large", "eval_xl")}
+           for name in ("eval_subset", "eval_large", "eval_xl", "eval_all")}
     for name, found in ids.items():
         assert len(found) == len(set(found)) and set(found) <= check, name
-    assert set(ids["eval_subset"]) < set(ids["eval_large"]) < set(ids["eval_xl"])
+    assert set(ids["eval_subset"]) < set(ids["eval_large"]) < set(ids["eval_xl"]) \
+        < set(ids["eval_all"])
     xl = load_gold(ROOT / "gold/eval_xl.jsonl").items
     # every not_verifiable claim of the check parts: the rarest label is measured in full
     external = [json.loads(line) for d in splits["datasets"]
