@@ -81,9 +81,10 @@ def history_table(manifest: Path) -> str:
             f"{_pct(_value(large, 'queue_recall'))} / {_pct(_value(large, 'queue_load'))} | "
             f"{entry['adopted']} |"
         )
-    xl = [entry for entry in entries if entry.get("check_xl")]
+    xl = [(entry, _figures(root / entry["check_xl"], entry["version"]))
+          for entry in entries if entry.get("check_xl")]
     if xl:
-        n = {_figures(root / e["check_xl"], e["version"]).get("n") for e in xl}
+        n = {data.get("n") for _, data in xl}
         size = n.pop() if len(n) == 1 else "?"
         rows += [
             "",
@@ -95,8 +96,7 @@ def history_table(manifest: Path) -> str:
             "lenient | queue recall / load | adopted |",
             "|---|---:|---:|---:|---:|---:|---|",
         ]
-        for entry in xl:
-            data = _figures(root / entry["check_xl"], entry["version"])
+        for entry, data in xl:
             rows.append(
                 f"| `{entry['version']}` | {_interval(data, 'balanced_accuracy')} | "
                 f"{_recall(data, 'contradicted')} | {_recall(data, 'not_verifiable')} | "
