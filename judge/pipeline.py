@@ -384,6 +384,7 @@ class Pipeline:
             reasons.append(JUDGE_ERROR)
         else:
             label, subtype = judgement.label, judgement.subtype
+            model_label = label
             rationale = (judgement.rationale or "")[:MAX_RATIONALE] or None
             evidence = [
                 Evidence(source_id=e.source_id[:200], quote=e.quote[:MAX_QUOTE])
@@ -412,6 +413,8 @@ class Pipeline:
             label, subtype, note = derive_misattribution(claim, label, subtype, evidence)
             if note:
                 rationale = f"{rationale} [program: {note}]" if rationale else f"[program: {note}]"
+            if label != model_label:  # the program changed the label: the model's
+                support = None  # P(supported) no longer describes it
             if label != Label.SUPPORTED:
                 reasons.append(f"label:{label}")
             if any(c.failed for c in quote_checks if c.name == "quote_found"):
@@ -440,6 +443,7 @@ class Pipeline:
             rationale=rationale,
             checks=checks,
             strength=round(strength, 4),
+            support=None if support is None or error is not None else round(support, 4),
             review=bool(reasons),
             review_reasons=reasons,
             error=error,

@@ -14,8 +14,13 @@ Strata (design principle 9) partition every claim and refused answer in the queu
   drawn with the recorded seed; each sampled item weighs ``stratum_size / sample_size``.
 
 Every item also has a *category*, its most urgent reason under the configured priority order,
-and a ``position`` (1 = review first). Categories and reasons name the judge's label, so blind
-views show :func:`blind_reasons` instead.
+and a ``position`` (1 = review first). The reading order (``order``) is ``risk`` by default:
+flagged items by the judge's probability that the claim is not supported, highest first
+(:func:`risk`; categories break ties), then the sampled passes; ``priority`` orders by category
+alone. Measured on gold, the risk order puts far more of the human-rejected claims in the first
+quarter or half of the queue (the ``queue_budget`` figures of a calibration report), which is
+what counts when people cannot read the whole queue. Categories and reasons name the judge's
+label, so blind views show :func:`blind_reasons` instead.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ DEFAULT_PRIORITY: tuple[str, ...] = (
     "other_flag",
     "sampled_pass",
 )
+#: Reading orders of a queue (see the module docstring); the first is the default.
+ORDERS: tuple[str, ...] = ("risk", "priority")
+
 CATEGORY_HELP = {
     "contradicted": "the judge labelled the claim contradicted",
     "numeric_or_version_error": "the judge's subtype is numeric_or_version_error",
@@ -110,8 +118,11 @@ class QueueOptions:
     seed: int = DEFAULT_SEED
     double_fraction: float = DEFAULT_DOUBLE_FRACTION
     priority: tuple[str, ...] = DEFAULT_PRIORITY
+    order: str = ORDERS[0]
 
     def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise QueueError(f"unknown queue order {self.order!r}; known: {', '.join(ORDERS)}")
         if not 0.0 <= self.sample_rate <= 1.0:
             raise QueueError(f"sample rate {self.sample_rate} is outside 0..1")
         if self.min_sample < 0:
@@ -164,6 +175,24 @@ def categories(row: dict[str, Any], reasons: list[str]) -> set[str]:
     return found
 
 
+def risk(support: float | None) -> float:
+    """How likely the judge thinks a claim is *not* supported: ``1 - support`` (its
+    probability of ``supported``), or 1 when it gives none (judge errors, refused answers,
+    labels the program decided, the structured strategies): what the judge cannot rate is
+    read first (fail closed)."""
+    return 1.0 if support is None else 1.0 - float(support)
+
+
+def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_id: str,
+                idx: int, subject: str) -> tuple[Any, ...]:
+    """Sort key of a queue item under ``order`` (:data:`ORDERS`): ``risk`` reads flagged
+    items by falling :func:`risk` (category rank, then input order, break ties) and the
+    sampled passes last; ``priority`` reads by category rank, then input order."""
+    if order == "risk":
+        return (stratum == "passed", -risk_value, rank, answer_id, idx, subject)
+    return (rank, answer_id, idx, subject)
+
+
 def blind_reasons(reasons: Iterable[str]) -> list[str]:
     """Reasons without the judge's label: ``label:<x>`` becomes ``judge_flagged``."""
     out: list[str] = []
@@ -191,6 +220,7 @@ class Candidate:
     category: str
     rank: int
     idx: int = 0
+    risk: float = 1.0  # see risk()
 
 
 @dataclass
@@ -203,12 +233,14 @@ class QueueSummary:
     categories: dict[str, int]
     double_review: int
     priority: list[str] = field(default_factory=list)
+    order: str = ORDERS[0]
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "queue_id": self.queue_id, "run_ids": self.run_ids, "seed": self.seed,
             "items": self.items, "strata": self.strata, "categories": self.categories,
             "double_review": self.double_review, "priority": self.priority,
+            "order": self.order,
         }
 
 
@@ -231,6 +263,7 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> lis
                 claim_id=row["claim_id"], verdict_id=row["id"],
                 judge_version=row["judge_version"], run_id=row["run_id"], reasons=reasons,
                 stratum=stratum, category=category, rank=rank[category], idx=row["idx"],
+                risk=risk(row.get("support")),
             )
             prev = by_subject.get(cand.subject)
             # Across judge versions a claim is one item: its most urgent verdict wins.
@@ -239,9 +272,12 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> lis
             ):
                 if prev is not None:
                     cand.reasons += [r for r in prev.reasons if r not in cand.reasons]
+                    if prev.stratum != "passed":
+                        cand.risk = max(cand.risk, prev.risk)
                 by_subject[cand.subject] = cand
             elif cand.stratum != "passed":
                 prev.reasons += [r for r in cand.reasons if r not in prev.reasons]
+                prev.risk = max(prev.risk, cand.risk)
         for ra in store.run_answer_rows(run_id):
             if ra["status"] != "refused":
                 continue
@@ -281,7 +317,8 @@ def build_queue(
     n_pass = sample_size(len(passed), options.sample_rate, options.min_sample)
     sampled = random.Random(f"{options.seed}:passed").sample(passed, n_pass)
     chosen = [c for c in cands if c.stratum != "passed"] + sampled
-    chosen.sort(key=lambda c: (c.rank, c.answer_id, c.idx, c.subject))
+    chosen.sort(key=lambda c: reading_key(options.order, c.stratum, c.risk, c.rank,
+                                          c.answer_id, c.idx, c.subject))
     strata: dict[str, dict[str, Any]] = {}
     for name in STRATA:
         size = sizes.get(name, 0)
@@ -318,13 +355,14 @@ def build_queue(
             "judge_versions": json.dumps(versions), "seed": options.seed,
             "sample_rate": options.sample_rate, "min_sample": options.min_sample,
             "double_fraction": options.double_fraction, "priority": json.dumps(list(order)),
+            "ordering": options.order,
             "strata": json.dumps(strata), "items": len(rows), "created_by": created_by,
         })
         store.db["queue_items"].insert_all(rows)
     return QueueSummary(
         queue_id=queue_id, run_ids=run_ids, seed=options.seed, items=len(rows), strata=strata,
         categories=dict(Counter(c.category for c in chosen)), double_review=len(double),
-        priority=list(order),
+        priority=list(order), order=options.order,
     )
 
 
@@ -334,6 +372,7 @@ def build_queue(
 def _queue_row(row: dict[str, Any]) -> dict[str, Any]:
     for key in ("run_ids", "judge_versions", "priority", "strata"):
         row[key] = json.loads(row[key]) if row[key] else None
+    row["ordering"] = row.get("ordering") or "priority"  # the only order before m005
     return row
 
 

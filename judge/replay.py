@@ -32,6 +32,8 @@ class ReplayReport:
     code: str = field(default_factory=code_fingerprint)
     #: answers whose stored verdicts this code re-derived exactly (recorded in the store)
     reproduced: int = 0
+    #: verdicts stored without ``support`` that the replay filled in
+    backfilled: int = 0
 
     @property
     def clean(self) -> bool:
@@ -49,6 +51,7 @@ class ReplayReport:
             "stored_code": self.stored_code,
             "code": self.code,
             "reproduced": self.reproduced,
+            "backfilled": self.backfilled,
             "clean": self.clean,
         }
 
@@ -74,6 +77,7 @@ def replay_run(store: Store, run_id: str) -> ReplayReport:
 async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # type: ignore[no-untyped-def]
     seen: set[str] = set()
     missing: set[str] = set()
+    backfill: dict[str, float] = {}  # verdict id -> re-derived support of a null one
     answer_rows = store.run_answer_rows(run_id)
     for ra in answer_rows:
         if ra["code"] not in report.stored_code:
@@ -113,6 +117,15 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 )
                 continue
             new = verdict.model_dump(mode="json")
+            if old.get("support") is not None:  # null: stored before the judge kept it
+                if _norm(old["support"]) != _norm(new["support"]):
+                    report.differences.append({
+                        "answer_id": record.answer_id, "claim_id": verdict.claim_id,
+                        "field": "support", "stored": old["support"],
+                        "replayed": new["support"],
+                    })
+            elif new["support"] is not None:
+                backfill[old["id"]] = new["support"]
             for key in COMPARED:
                 if _norm(old[key]) != _norm(new[key]):
                     report.differences.append(
@@ -136,7 +149,21 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 }
             )
     _mark_reproduced(store, report, [ra["answer_id"] for ra in answer_rows], missing)
+    _backfill_support(store, report, stored, backfill)
     return report
+
+
+def _backfill_support(store: Store, report: ReplayReport, stored: dict[str, Any],
+                      backfill: dict[str, float]) -> None:
+    """Fill in the ``support`` of verdicts stored before the judge kept it, for answers whose
+    verdicts the replay reproduced exactly (the same rule as :func:`_mark_reproduced`)."""
+    if report.template_changes or not backfill:
+        return
+    differing = {d["answer_id"] for d in report.differences}
+    answer_of = {row["id"]: row["answer_id"] for row in stored.values()}
+    chosen = {vid: value for vid, value in backfill.items() if answer_of[vid] not in differing}
+    store.backfill_support(chosen)
+    report.backfilled = len(chosen)
 
 
 def _mark_reproduced(store: Store, report: ReplayReport, answer_ids: list[str],

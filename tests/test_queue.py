@@ -19,6 +19,7 @@ from judge.queue import (
     QueueOptions,
     blind_reasons,
     build_queue,
+    get_queue,
     priority_order,
     queue_items,
     sample_size,
@@ -28,7 +29,7 @@ from judge.review import ReviewError, current_reviews
 from judge.runner import run_batch
 from judge.store import Store
 from tests.conftest import write_jsonl
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, Reply, choice_reply
 from tests.review_helpers import KNOWN, RATIONALE_SENTINEL, known_store
 
 SEED_000 = QueueOptions(sample_rate=0.3, min_sample=20, seed=2424, double_fraction=0.0)
@@ -264,3 +265,41 @@ def test_queue_cli_build_list_export_import(known: Store, tmp_path: Path) -> Non
     assert runner.invoke(app, ["queue", "build", "--db", db, "--run", "run-nope"]).exit_code == 1
     for command in (["queue", "--help"], ["queue", "build", "--help"], ["queue", "import", "--help"]):
         assert runner.invoke(app, command).exit_code == 0
+
+
+def test_risk_order_reads_the_least_likely_supported_first(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    """A confident not_in_source (P(supported) 0.01) is read before a hesitant contradicted
+    (0.17) in the default risk order, after it in the priority order; passes come last and
+    a judge error (no probability) first."""
+    src = {"id": "s", "text": "The bridge opened in 1932. It is 503 metres long."}
+    claims = {"The bridge is red.": choice_reply("C", 0.97),
+              "The bridge opened in 1931.": choice_reply("B", 0.5),
+              "The bridge opened in 1932.": choice_reply("A", 0.95),
+              "The bridge has four towers.": Reply("C")}  # no log-probabilities: judge_error
+
+    def respond(schema: str, messages: list[dict]) -> Reply:  # type: ignore[type-arg]
+        return next(r for c, r in claims.items() if c in messages[-1]["content"].split(
+            "Claim")[-1])
+
+    fake_llm.responder = respond
+    path = write_jsonl(tmp_path / "b.jsonl", [{
+        "id": "a", "sources": [src], "answer": " ".join(claims),
+        "claims": [{"text": c, "citations": ["s"]} for c in claims]}])
+    config = JudgeConfig(model="fake/judge-model", strategy="scores", signals=False,
+                         prompts={"split_claims": "v1", "choose_label": "v1"})
+    asyncio.run(run_batch(path, store, config))
+    rows = {r["claim_id"]: r["claim"] for r in store.verdict_rows()}
+    options = {"sample_rate": 1.0, "min_sample": 0, "double_fraction": 0.0}
+    risk = build_queue(store, options=QueueOptions(**options))
+    assert risk.order == "risk"
+    read = [rows[i["claim_id"]] for i in queue_items(store, risk.queue_id)]
+    assert read == ["The bridge has four towers.", "The bridge is red.",
+                    "The bridge opened in 1931.", "The bridge opened in 1932."]
+    prio = build_queue(store, options=QueueOptions(order="priority", **options))
+    read = [rows[i["claim_id"]] for i in queue_items(store, prio.queue_id)]
+    assert read[:2] == ["The bridge opened in 1931.", "The bridge is red."]
+    assert get_queue(store, prio.queue_id)["ordering"] == "priority"
+    with pytest.raises(QueueError, match="unknown queue order 'fifo'"):
+        QueueOptions(order="fifo")

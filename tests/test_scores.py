@@ -298,3 +298,34 @@ def test_a_failed_contradiction_question_is_a_judge_error(
     _, got = judged(tmp_path, store, config, [OTHER])
     assert got[OTHER]["label"] == "judge_error"
     assert "contradiction check failed" in got[OTHER]["error"]
+
+
+def test_support_is_stored_and_replay_fills_in_or_checks_it(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = lambda schema, messages: choice_reply(
+        "C" if OTHER in messages[-1]["content"] else "A", confidence=0.8)
+    summary, got = judged(tmp_path, store, scores_config(), [GOOD, OTHER])
+    assert got[GOOD]["support"] == pytest.approx(0.8, abs=1e-3)
+    assert got[OTHER]["support"] == pytest.approx(0.2 / 3, abs=1e-3)
+    (run,) = [r for r in store.db["runs"].rows if r["judge_version"] == summary.judge_version]
+    # verdicts stored before the judge kept its probability: replay fills it in
+    store.db.execute("update verdicts set support = null")
+    report = replay_run(store, run["id"])
+    assert report.clean and report.backfilled == 2
+    assert {r["claim"]: r["support"] for r in store.verdict_rows()} == {
+        GOOD: got[GOOD]["support"], OTHER: got[OTHER]["support"]}
+    # a stored probability that the calls do not give is a difference, and is not rewritten
+    store.db.execute("update verdicts set support = 0.5 where claim_id = ?", [got[GOOD]["claim_id"]])
+    report = replay_run(store, run["id"])
+    assert [d["field"] for d in report.differences] == ["support"]
+    assert report.backfilled == 0
+    assert {r["claim"]: r["support"] for r in store.verdict_rows()}[GOOD] == 0.5
+
+
+def test_judge_errors_have_no_support(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = lambda schema, messages: Reply("A")  # no log-probabilities
+    _, got = judged(tmp_path, store, scores_config(), [GOOD])
+    assert got[GOOD]["label"] == "judge_error" and got[GOOD]["support"] is None

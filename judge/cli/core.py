@@ -259,6 +259,9 @@ def replay(
         out.print(f"judged by code {escape(judged_by)}; replayed by code {report.code}, "
                   f"which reproduces {report.reproduced} of {report.answers} answers exactly "
                   "(recorded: reusing them under this code is not stale)")
+        if report.backfilled:
+            out.print(f"filled in the support probability of {report.backfilled} verdict(s) "
+                      "stored before the judge kept it")
         for line in report.template_changes + report.missing_calls:
             out.print(f"[yellow]{escape(line)}[/]")
         for diff in report.differences:

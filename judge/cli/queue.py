@@ -18,6 +18,7 @@ from judge.queue import (
     DEFAULT_PRIORITY,
     DEFAULT_SAMPLE_RATE,
     DEFAULT_SEED,
+    ORDERS,
     STATES,
     STRATA,
     QueueError,
@@ -68,6 +69,12 @@ def build(
         help="Comma-separated categories, most urgent first; unnamed ones follow in the "
         f"default order: {', '.join(DEFAULT_PRIORITY)}.",
     ),
+    order: str = typer.Option(
+        ORDERS[0], "--order",
+        help="Reading order: 'risk' reads the claims the judge thinks least likely supported "
+        "first (categories break ties; what it cannot rate comes first), 'priority' reads by "
+        "category alone.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Build a review queue: every flagged claim, judge error and refused answer, plus a
@@ -77,7 +84,7 @@ def build(
         run_ids = [r["id"] for r in store.runs()] if all_runs else run
         options = QueueOptions(
             sample_rate=sample_rate, min_sample=min_sample, seed=seed,
-            double_fraction=double_fraction, priority=priority_order(priority),
+            double_fraction=double_fraction, priority=priority_order(priority), order=order,
         )
         summary = build_queue(store, run_ids, options)
     except QueueError as exc:
@@ -90,7 +97,8 @@ def build(
 
 def print_summary(s: QueueSummary) -> None:
     out.print(f"queue [bold]{s.queue_id}[/] over {', '.join(s.run_ids)}: {s.items} items, "
-              f"seed {s.seed}, {s.double_review} marked for a second review")
+              f"seed {s.seed}, {s.double_review} marked for a second review, read in "
+              f"{s.order} order")
     table = Table("stratum", "claims", "in queue", "weight", title="strata", title_justify="left")
     for name, st in s.strata.items():
         weight = "-" if st["weight"] is None else f"{st['weight']:.4g}"

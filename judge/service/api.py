@@ -131,6 +131,11 @@ class QueueIn(Strict):
     seed: int = 0
     double_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
     priority: list[str] | None = Field(default=None, description=", ".join(DEFAULT_PRIORITY))
+    order: Literal["risk", "priority"] = Field(
+        default="risk",
+        description="risk: flagged items by the judge's probability that the claim is not "
+        "supported, highest first; priority: by category alone",
+    )
 
 
 # -- judging ----------------------------------------------------------------------------------
@@ -242,6 +247,7 @@ def create_queue(body: QueueIn, user: User, store: Db) -> dict[str, Any]:
         options = QueueOptions(
             sample_rate=body.sample_rate, min_sample=body.min_sample, seed=body.seed,
             double_fraction=body.double_fraction, priority=priority_order(body.priority),
+            order=body.order,
         )
         return build_queue(store, run_ids, options, created_by=user.annotator).as_dict()
     except QueueError as exc:

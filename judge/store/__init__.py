@@ -212,6 +212,15 @@ class Store:
                         (row["run_id"], row["answer_id"]), {"reproduced_by": _dumps([*known, code])}
                     )
 
+    def backfill_support(self, values: dict[str, float]) -> None:
+        """Set the ``support`` of verdicts (by id) that were stored without one."""
+        with self.transaction():
+            for vid, value in values.items():
+                self.db.execute(
+                    "update verdicts set support = ? where id = ? and support is null",
+                    [value, vid],
+                )
+
     def save_answer_result(
         self,
         run_id: str,
@@ -314,6 +323,7 @@ class Store:
                 "rationale": verdict.rationale,
                 "checks": _dumps([c.model_dump() for c in verdict.checks]),
                 "strength": verdict.strength,
+                "support": verdict.support,
                 "review": int(verdict.review),
                 "review_reasons": _dumps(verdict.review_reasons),
                 "error": verdict.error,

@@ -267,6 +267,16 @@ def m004_code_reproduced(db: sqlite_utils.Database) -> None:
     db["run_answers"].add_column("reproduced_by", str)
 
 
+@migration
+def m005_support_and_order(db: sqlite_utils.Database) -> None:
+    """The judge's probability that a claim is supported, when its strategy gives one (null
+    for the structured strategies and for what was stored before; ``judge replay`` fills it
+    in for verdicts it reproduces), and the reading order a queue was built with (null =
+    ``priority``, the only order before this migration)."""
+    db["verdicts"].add_column("support", float)
+    db["queues"].add_column("ordering", str)
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
