@@ -20,6 +20,7 @@ from calibration.drift import DriftPair, DriftReport, Flip, RateChange, build_dr
 from calibration.labels import JUDGE_ERROR, JUDGE_LABELS, LABELS
 from calibration.render import render_calibration_html, render_drift_html
 from calibration.report import (
+    BUDGETS,
     CalibrationItem,
     CalibrationReport,
     Figures,
@@ -42,6 +43,7 @@ from calibration.weighting import (
 )
 
 __all__ = [
+    "BUDGETS",
     "max_share_for_load",
     "projected_load",
     "JUDGE_ERROR",

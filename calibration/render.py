@@ -130,6 +130,9 @@ _MACROS = """
 {{ row("queue recall (gold non-supported sent to people)", f.queue_recall) }}
 {{ row("queue load (all claims sent to people)", f.queue_load) }}
 {{ row("queue false alarms (gold-supported sent to people)", f.queue_false_alarm) }}
+{%- for share, e in f.queue_budget.items() %}
+{{ row("gold non-supported in the first " ~ share ~ " of claims read in queue order", e) }}
+{%- endfor %}
 {{ row("accuracy", f.accuracy) }}
 {{ row("balanced accuracy", f.balanced_accuracy) }}
 {{ row("Cohen's kappa (judge vs gold)", f.kappa, "num", -1.0, 1.0) }}

@@ -14,6 +14,7 @@ reported apart from inter-annotator agreement.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Literal
@@ -67,6 +68,9 @@ class CalibrationItem(BaseModel):
     judge_label: str
     judge_subtype: str | None = None
     in_queue: bool
+    #: where the claim comes in the queue's reading order among the calibrated claims
+    #: (1 = read first); None when it is not in the queue or the order is not known
+    queue_position: int | None = None
     weight: float = 1.0
     stratum: str | None = None
     dataset: str | None = None
@@ -116,6 +120,9 @@ class Figures(ResultModel):
     it sends (review spent on claims that were fine). Recall and false-alarm rate do not
     depend on the label mix, so the load at any hallucination rate ``p`` follows:
     ``p * queue_recall + (1 - p) * queue_false_alarm`` (:func:`projected_load`).
+    ``queue_budget``: when people read only the first share of claims (key ``"25%"``,
+    ``"50%"``: that share of all claims, rounded up) in the queue's reading order, the share
+    of gold non-supported claims they meet; empty when the items carry no queue positions.
     """
 
     n: int
@@ -132,6 +139,7 @@ class Figures(ResultModel):
     queue_recall: Estimate
     queue_load: Estimate
     queue_false_alarm: Estimate
+    queue_budget: dict[str, Estimate] = {}
     judge_errors: int
     judge_errors_by_gold_label: dict[str, int]
 
@@ -252,9 +260,31 @@ def _figures(
             sum(i.in_queue for i in items if i.gold_label == SUPPORTED),
             sum(i.gold_label == SUPPORTED for i in items), confidence,
         ),
+        queue_budget=queue_budget(items, confidence),
         judge_errors=direction.judge_errors,
         judge_errors_by_gold_label=direction.judge_errors_by_gold_label,
     )
+
+
+#: Shares of all claims people may read, for ``Figures.queue_budget``.
+BUDGETS: tuple[float, ...] = (0.25, 0.5)
+
+
+def queue_budget(items: Sequence[CalibrationItem], confidence: float = 0.95
+                 ) -> dict[str, Estimate]:
+    """Of the gold non-supported claims, the share among the first ``ceil(b * n)`` claims of
+    the queue's reading order, for each budget ``b`` in :data:`BUDGETS` (see ``Figures``)."""
+    if not any(i.queue_position is not None for i in items):
+        return {}
+    order = sorted((i for i in items if i.queue_position is not None),
+                   key=lambda i: i.queue_position)  # type: ignore[arg-type, return-value]
+    rejected = sum(i.gold_label != SUPPORTED for i in items)
+    out = {}
+    for budget in BUDGETS:
+        read = order[:math.ceil(budget * len(items) - 1e-9)]
+        out[f"{budget:.0%}"] = wilson_interval(
+            sum(i.gold_label != SUPPORTED for i in read), rejected, confidence)
+    return out
 
 
 def projected_load(queue_recall: float, queue_false_alarm: float, rejected_share: float) -> float:

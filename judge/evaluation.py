@@ -42,6 +42,7 @@ from calibration import (
 )
 from judge.config import JudgeConfig
 from judge.gold import GoldEntry, GoldFile, GoldItem
+from judge.queue import reading_positions
 from judge.records import MAX_ID_CHARS, AnswerRecord, content_hash, read_records
 from judge.selfgrade import normalize_model, self_grading_reason
 from judge.store import Store
@@ -491,11 +492,14 @@ def calibration_items(
     labels: dict[str, list[tuple[str, str]]] = {}
     population: dict[str, int] = {}
     notes: list[str] = []
+    # the default queue's reading order over these claims, for the budget figures
+    positions = reading_positions([m.row for m in matching.matched])
     for m in matching.matched:
         gold, row = m.entry.item, m.row
         items.append(CalibrationItem(
             claim_id=row["claim_id"], gold_label=gold.label, gold_subtype=gold.subtype,
             judge_label=row["label"], judge_subtype=row["subtype"], in_queue=bool(row["review"]),
+            queue_position=positions.get(row["claim_id"]),
             weight=gold.sampled_weight, stratum=gold.stratum, dataset=gold.dataset,
         ))
         labels[row["claim_id"]] = list(gold.person_labels())
@@ -643,6 +647,7 @@ def flatten_figures(f: Figures) -> dict[str, Any]:
         "queue_recall": _value(f.queue_recall), "queue_recall_ci": _ci(f.queue_recall),
         "queue_load": _value(f.queue_load), "queue_load_ci": _ci(f.queue_load),
         "queue_false_alarm": _est(f.queue_false_alarm),
+        "queue_budget": {k: _est(v) for k, v in f.queue_budget.items()},
         "judge_errors": f.judge_errors,
         "judge_errors_by_gold_label": d["judge_errors_by_gold_label"],
     }
@@ -954,7 +959,22 @@ def queue_projection(data: dict[str, Any]) -> list[str]:
         "claims. The load depends on how many claims are non-supported (recall x share + "
         "false alarms x the rest), so it is " + "; ".join(cells) + " of non-supported claims; "
         f"{reach} (even a queue with no false alarms sends recall x share)."
-    ]
+    ] + budget_line(data, rejected / total if total else None)
+
+
+def budget_line(data: dict[str, Any], share: float | None) -> list[str]:
+    """What people meet when they read only the first part of the queue (``queue_budget``),
+    beside the most any reading order could give at this label mix."""
+    budget = data.get("queue_budget") or {}
+    if not budget or not share:
+        return []
+    cells = []
+    for key, est in budget.items():
+        best = min(1.0, float(key.rstrip("%")) / 100 / share)
+        cells.append(f"the first {key} of all claims hold {_with_ci(est, _pct)} of the gold "
+                     f"non-supported claims (at most {best:.0%} for any order)")
+    return ["", "Read in the queue's order (the claims the judge finds least likely supported "
+            "first): " + "; ".join(cells) + "."]
 
 
 def update_readme(readme: Path, data: dict[str, Any]) -> None:

@@ -193,6 +193,35 @@ def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_i
     return (rank, answer_id, idx, subject)
 
 
+def classify(row: dict[str, Any], rank: dict[str, int]) -> tuple[list[str], str, str]:
+    """(reasons, stratum, category) of a stored claim verdict row; ``rank`` maps each
+    category to its place in the priority order."""
+    reasons = claim_reasons(row)
+    found = categories(row, reasons)
+    if not found and not row["review"]:
+        return reasons, "passed", "sampled_pass"
+    found = found or {"other_flag"}
+    stratum = "judge_error" if row["label"] == JUDGE_ERROR else "flagged"
+    return reasons, stratum, min(found, key=rank.__getitem__)
+
+
+def reading_positions(rows: Iterable[dict[str, Any]], order: str = ORDERS[0],
+                      priority: Sequence[str] = DEFAULT_PRIORITY) -> dict[str, int]:
+    """Where each flagged claim of ``rows`` (stored verdict rows of one judge version) comes
+    in the reading order of a queue over them, by claim id (1 = read first). Passed claims
+    have no position: the queue only samples them to estimate the pass rate."""
+    rank = {name: i for i, name in enumerate(priority_order(list(priority)))}
+    keyed = []
+    for row in rows:
+        _, stratum, category = classify(row, rank)
+        if stratum != "passed":
+            keyed.append((reading_key(order, stratum, risk(row.get("support")), rank[category],
+                                      row["answer_id"], row["idx"], row["claim_id"]),
+                          row["claim_id"]))
+    keyed.sort()
+    return {claim_id: position for position, (_, claim_id) in enumerate(keyed, start=1)}
+
+
 def blind_reasons(reasons: Iterable[str]) -> list[str]:
     """Reasons without the judge's label: ``label:<x>`` becomes ``judge_flagged``."""
     out: list[str] = []
@@ -249,15 +278,7 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> lis
     by_subject: dict[str, Candidate] = {}
     for run_id in run_ids:
         for row in store.verdict_rows(run_id=run_id):
-            reasons = claim_reasons(row)
-            found = categories(row, reasons)
-            flagged = bool(found) or bool(row["review"])
-            if not flagged:
-                stratum, category = "passed", "sampled_pass"
-            else:
-                found = found or {"other_flag"}
-                stratum = "judge_error" if row["label"] == JUDGE_ERROR else "flagged"
-                category = min(found, key=rank.__getitem__)
+            reasons, stratum, category = classify(row, rank)
             cand = Candidate(
                 subject=row["claim_id"], kind="claim", answer_id=row["answer_id"],
                 claim_id=row["claim_id"], verdict_id=row["id"],

@@ -350,6 +350,13 @@ def test_eval_gold_is_resumable_and_reports_per_dataset(
         1 for m in data["per_label"].values() if m["support"])
     assert "Review queue: recall" in text and "at a 20% share" in text
     assert "at or below 50%" in text
+    # what people meet when they read only the first part of the queue, per dataset too
+    assert set(data["queue_budget"]) == {"25%", "50%"}
+    rejected = sum(n for g, row in data["confusion"].items() if g != "supported"
+                   for n in row.values())
+    assert data["queue_budget"]["50%"]["n"] == rejected
+    assert all(set(f["queue_budget"]) == {"25%", "50%"} for f in data["per_dataset"].values())
+    assert "Read in the queue's order" in text and "for any order" in text
     update_readme(readme, data)
     assert readme.read_text() == text
 

@@ -305,3 +305,25 @@ def test_html_shows_weighted_strata():
     html = render_calibration_html(r)
     assert "not sampled" in html and "never" in html
     assert "5 claims in strata that were not" in html
+
+
+def test_queue_budget_counts_rejected_claims_in_the_first_part_of_the_reading_order():
+    # 8 claims, 4 gold non-supported; reading order: N(1) S(2) C(3) V(4) N(5) — 3 not queued
+    gold = [N, S, C, V, N, S, S, S]
+    positions = [1, 2, 3, 4, 5, None, None, None]
+    items = [CalibrationItem(claim_id=f"c{i}", gold_label=g, judge_label=g if g != S else C,
+                             in_queue=p is not None, queue_position=p)
+             for i, (g, p) in enumerate(zip(gold, positions, strict=True))]
+    report = build_calibration_report(items, judge_version="j", n_resamples=50)
+    budget = report.queue_budget
+    # 25% of 8 = the first 2 read: N, S -> 1 of 4; 50% = first 4: N, S, C, V -> 3 of 4
+    assert budget["25%"].value == pytest.approx(0.25) and budget["25%"].n == 4
+    assert budget["50%"].value == pytest.approx(0.75)
+    # the order matters, not the ids: reversing the positions changes the figure
+    flipped = [i.model_copy(update={"queue_position": 6 - i.queue_position})
+               if i.queue_position else i for i in items]
+    assert build_calibration_report(flipped, judge_version="j", n_resamples=50
+                                    ).queue_budget["25%"].value == pytest.approx(0.5)
+    # without positions there is no budget figure (not a made-up one)
+    plain = [i.model_copy(update={"queue_position": None}) for i in items]
+    assert build_calibration_report(plain, judge_version="j", n_resamples=50).queue_budget == {}

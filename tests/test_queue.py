@@ -22,6 +22,7 @@ from judge.queue import (
     get_queue,
     priority_order,
     queue_items,
+    reading_positions,
     sample_size,
 )
 from judge.queue_io import export_lines, import_labels, to_csv
@@ -303,3 +304,18 @@ def test_risk_order_reads_the_least_likely_supported_first(
     assert get_queue(store, prio.queue_id)["ordering"] == "priority"
     with pytest.raises(QueueError, match="unknown queue order 'fifo'"):
         QueueOptions(order="fifo")
+
+
+def test_reading_positions_follow_the_queue_and_leave_passes_out() -> None:
+    def row(cid: str, label: str, support: float | None, reasons: list[str]) -> dict:  # type: ignore[type-arg]
+        return {"claim_id": cid, "answer_id": "a", "idx": int(cid[1:]), "label": label,
+                "subtype": None, "review_reasons": reasons, "review": bool(reasons),
+                "support": support}
+
+    rows = [row("c0", "contradicted", 0.30, ["label:contradicted"]),
+            row("c1", "not_in_source", 0.05, ["label:not_in_source"]),
+            row("c2", "supported", 0.90, []),
+            row("c3", "supported", 0.40, ["doubtful_support"]),
+            row("c4", "judge_error", None, ["judge_error"])]
+    assert reading_positions(rows) == {"c4": 1, "c1": 2, "c0": 3, "c3": 4}
+    assert reading_positions(rows, "priority") == {"c0": 1, "c1": 2, "c4": 3, "c3": 4}
