@@ -21,6 +21,7 @@ EXPORT_FIELDS = (
     "rationale",
     "checks",
     "strength",
+    "support",
     "review",
     "review_reasons",
     "error",
@@ -46,6 +47,7 @@ def export_rows(
                 {k: c[k] for k in ("name", "target", "outcome", "detail")} for c in row["checks"]
             ],
             "strength": row["strength"],
+            "support": row.get("support"),
             "review": row["review"],
             "review_reasons": row["review_reasons"],
             "error": row["error"],

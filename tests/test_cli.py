@@ -50,8 +50,9 @@ def test_run_json_contract_and_exit_code_2_on_rejected_lines(tmp_path: Path) -> 
     export = cli("export", "--db", str(db), "--format", "jsonl")
     line = json.loads(export.stdout.splitlines()[0])
     for key in ("answer_id", "claim_id", "claim", "citations", "label", "subtype", "evidence",
-                "checks", "strength", "review", "review_reasons", "judge_version"):
+                "checks", "strength", "support", "review", "review_reasons", "judge_version"):
         assert key in line
+    assert line["support"] is None  # the structured strategy gives no probability
     csv_out = cli("export", "--db", str(db), "--format", "csv").stdout
     assert csv_out.splitlines()[0].startswith("answer_id,claim_id,claim")
 

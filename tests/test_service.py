@@ -368,6 +368,10 @@ def test_queue_building_and_filtering_over_http(client: TestClient) -> None:
     assert client.post("/v1/queues", headers=ALICE, json={}).status_code == 403
     bad = client.post("/v1/queues", headers=ADMIN, json={"priority": ["urgent"]})
     assert bad.status_code == 422 and "unknown priority" in bad.json()["detail"]
+    assert built.json()["order"] == "risk"
+    by_category = client.post("/v1/queues", headers=ADMIN, json={"order": "priority"})
+    assert by_category.status_code == 201 and by_category.json()["order"] == "priority"
+    assert client.post("/v1/queues", headers=ADMIN, json={"order": "fifo"}).status_code == 422
     passed = client.get(f"/v1/queue?queue_id={queue_id}&stratum=passed&limit=5", headers=ALICE)
     body = passed.json()
     assert body["total"] == 32 and len(body["items"]) == 5

@@ -208,7 +208,7 @@ def export_cmd(
     output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
 ) -> None:
     """Export one line per claim: answer_id, claim_id, claim, citations, label, subtype,
-    evidence, checks, strength, review, review_reasons, judge_version."""
+    evidence, checks, strength, support, review, review_reasons, judge_version."""
     from judge.export import export_rows, to_csv, to_jsonl
 
     if fmt not in ("jsonl", "csv"):

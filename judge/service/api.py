@@ -173,7 +173,8 @@ def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[
     rows = list(store.verdict_rows(answer_id=answer_id, judge_version=version))
     keep = (
         "claim_id", "claim", "citations", "label", "subtype", "evidence", "rationale", "checks",
-        "strength", "review", "review_reasons", "error", "judge_version", "is_abstention",
+        "strength", "support", "review", "review_reasons", "error", "judge_version",
+        "is_abstention",
     )
     return {
         "answer_id": answer_id,
