@@ -140,6 +140,16 @@ _MACROS = """
 </table>
 <p>Claims: {{ f.n }}. Judge errors: {{ f.judge_errors }}
 {%- for g, k in f.judge_errors_by_gold_label.items() if k %} ({{ g }}: {{ k }}){% endfor %}.</p>
+{%- if f.queue_points %}
+<h3>The queue at other review_support_below thresholds</h3>
+<table><tr><th class="l">review_support_below</th><th>queue recall</th><th>false alarms</th>
+<th>load</th></tr>
+{%- for p in f.queue_points %}
+<tr><th class="l">{{ p.review_support_below }}</th><td>{{ pct(p.recall.value) }}</td>
+<td>{{ pct(p.false_alarm.value) }}</td><td>{{ pct(p.load.value) }}</td></tr>
+{%- endfor %}
+</table>
+{%- endif %}
 <h3>Confusion matrix</h3>
 {{ confusion(f.confusion, labels, judge_labels, "gold", "judge", prefix ~ "confusion") }}
 <h3>Lenient rate per gold label and subtype</h3>

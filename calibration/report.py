@@ -71,6 +71,11 @@ class CalibrationItem(BaseModel):
     #: where the claim comes in the queue's reading order among the calibrated claims
     #: (1 = read first); None when it is not in the queue or the order is not known
     queue_position: int | None = None
+    #: the judge's probability that the claim is supported, when it gives one
+    support: float | None = None
+    #: whether the queue takes the claim for a reason other than a low ``support`` (a label
+    #: other than supported, a failed check, a judge error ...); None when not known
+    flagged: bool | None = None
     weight: float = 1.0
     stratum: str | None = None
     dataset: str | None = None
@@ -109,6 +114,15 @@ class HumanLabel(BaseModel):
 # --------------------------------------------------------------------------- output
 
 
+class QueuePoint(ResultModel):
+    """The review queue at one ``review_support_below`` threshold (see ``Figures``)."""
+
+    review_support_below: float
+    recall: Estimate
+    false_alarm: Estimate
+    load: Estimate
+
+
 class Figures(ResultModel):
     """The core judge-versus-gold figures of one set of claims (unweighted).
 
@@ -120,6 +134,10 @@ class Figures(ResultModel):
     it sends (review spent on claims that were fine). Recall and false-alarm rate do not
     depend on the label mix, so the load at any hallucination rate ``p`` follows:
     ``p * queue_recall + (1 - p) * queue_false_alarm`` (:func:`projected_load`).
+    ``queue_points``: the queue's recall, false-alarm rate and load if supported claims with
+    a ``support`` below each threshold of :data:`SUPPORT_THRESHOLDS` were queued (the
+    ``review_support_below`` setting), the rest of the queue unchanged; empty when the items
+    carry no ``support`` / ``flagged``.
     ``queue_budget``: when people read only the first share of claims (key ``"25%"``,
     ``"50%"``: that share of all claims, rounded up) in the queue's reading order, the share
     of gold non-supported claims they meet; empty when the items carry no queue positions.
@@ -140,6 +158,7 @@ class Figures(ResultModel):
     queue_load: Estimate
     queue_false_alarm: Estimate
     queue_budget: dict[str, Estimate] = {}
+    queue_points: list[QueuePoint] = []
     judge_errors: int
     judge_errors_by_gold_label: dict[str, int]
 
@@ -261,6 +280,7 @@ def _figures(
             sum(i.gold_label == SUPPORTED for i in items), confidence,
         ),
         queue_budget=queue_budget(items, confidence),
+        queue_points=queue_points(items, confidence),
         judge_errors=direction.judge_errors,
         judge_errors_by_gold_label=direction.judge_errors_by_gold_label,
     )
@@ -284,6 +304,32 @@ def queue_budget(items: Sequence[CalibrationItem], confidence: float = 0.95
         read = order[:math.ceil(budget * len(items) - 1e-9)]
         out[f"{budget:.0%}"] = wilson_interval(
             sum(i.gold_label != SUPPORTED for i in read), rejected, confidence)
+    return out
+
+
+#: ``review_support_below`` values for ``Figures.queue_points``.
+SUPPORT_THRESHOLDS: tuple[float, ...] = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+
+
+def queue_points(items: Sequence[CalibrationItem], confidence: float = 0.95
+                 ) -> list[QueuePoint]:
+    """The queue at each of :data:`SUPPORT_THRESHOLDS` (see ``Figures``)."""
+    if not items or any(i.flagged is None for i in items) or all(
+            i.support is None for i in items):
+        return []
+    rejected = [i.gold_label != SUPPORTED for i in items]
+    out = []
+    for t in SUPPORT_THRESHOLDS:
+        queued = [bool(i.flagged) or (i.support is not None and i.support < t) for i in items]
+        out.append(QueuePoint(
+            review_support_below=t,
+            recall=wilson_interval(sum(q for q, r in zip(queued, rejected, strict=True) if r),
+                                   sum(rejected), confidence),
+            false_alarm=wilson_interval(
+                sum(q for q, r in zip(queued, rejected, strict=True) if not r),
+                len(items) - sum(rejected), confidence),
+            load=wilson_interval(sum(queued), len(items), confidence),
+        ))
     return out
 
 

@@ -42,7 +42,7 @@ from calibration import (
 )
 from judge.config import JudgeConfig
 from judge.gold import GoldEntry, GoldFile, GoldItem
-from judge.queue import reading_positions
+from judge.queue import claim_reasons, reading_positions
 from judge.records import MAX_ID_CHARS, AnswerRecord, content_hash, read_records
 from judge.selfgrade import normalize_model, self_grading_reason
 from judge.store import Store
@@ -451,6 +451,8 @@ class CalibrationOutcome:
     model: str
     gate: dict[str, Any]
     gold: dict[str, Any]
+    #: the judge version's configured threshold (``queue_points`` show the others)
+    review_support_below: float | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -499,7 +501,8 @@ def calibration_items(
         items.append(CalibrationItem(
             claim_id=row["claim_id"], gold_label=gold.label, gold_subtype=gold.subtype,
             judge_label=row["label"], judge_subtype=row["subtype"], in_queue=bool(row["review"]),
-            queue_position=positions.get(row["claim_id"]),
+            queue_position=positions.get(row["claim_id"]), support=row.get("support"),
+            flagged=any(r != "doubtful_support" for r in claim_reasons(row)),
             weight=gold.sampled_weight, stratum=gold.stratum, dataset=gold.dataset,
         ))
         labels[row["claim_id"]] = list(gold.person_labels())
@@ -568,7 +571,9 @@ def calibrate(
     if notes:
         report = report.model_copy(update={"notes": [*report.notes, *notes]})
     gate = validity_gate([m.row for m in matching.matched])
+    version_row = store.db["judge_versions"].get(judge_version)
     return CalibrationOutcome(
+        review_support_below=json.loads(version_row["config"]).get("review_support_below"),
         report=report, matching=matching, model=index.models[judge_version], gate=gate,
         gold={"file": str(gold.path), "sha256": gold.sha256, "items": len(entries),
               "matched": len(matching.matched),
@@ -648,6 +653,9 @@ def flatten_figures(f: Figures) -> dict[str, Any]:
         "queue_load": _value(f.queue_load), "queue_load_ci": _ci(f.queue_load),
         "queue_false_alarm": _est(f.queue_false_alarm),
         "queue_budget": {k: _est(v) for k, v in f.queue_budget.items()},
+        "queue_points": [{"review_support_below": p.review_support_below,
+                          "recall": _est(p.recall), "false_alarm": _est(p.false_alarm),
+                          "load": _est(p.load)} for p in f.queue_points],
         "judge_errors": f.judge_errors,
         "judge_errors_by_gold_label": d["judge_errors_by_gold_label"],
     }
@@ -662,6 +670,7 @@ def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
     out = {
         "judge_version": r.judge_version,
         "model": outcome.model,
+        "review_support_below": outcome.review_support_below,
         **flatten_figures(r),
         "refused_answers": {
             "count": len(m.refused),
@@ -959,7 +968,7 @@ def queue_projection(data: dict[str, Any]) -> list[str]:
         "claims. The load depends on how many claims are non-supported (recall x share + "
         "false alarms x the rest), so it is " + "; ".join(cells) + " of non-supported claims; "
         f"{reach} (even a queue with no false alarms sends recall x share)."
-    ] + budget_line(data, rejected / total if total else None)
+    ] + budget_line(data, rejected / total if total else None) + points_table(data)
 
 
 def budget_line(data: dict[str, Any], share: float | None) -> list[str]:
@@ -975,6 +984,32 @@ def budget_line(data: dict[str, Any], share: float | None) -> list[str]:
                      f"non-supported claims (at most {best:.0%} for any order)")
     return ["", "Read in the queue's order (the claims the judge finds least likely supported "
             "first): " + "; ".join(cells) + "."]
+
+
+def points_table(data: dict[str, Any]) -> list[str]:
+    """The queue at other ``review_support_below`` thresholds (``queue_points``): recall,
+    false alarms, and the load here and at a 10% / 20% share of non-supported claims."""
+    from calibration import projected_load
+
+    points = data.get("queue_points") or []
+    if not points:
+        return []
+    configured = data.get("review_support_below")
+    lines = [
+        "", "The queue at other `review_support_below` thresholds (supported claims below it "
+        "go to review; the rest of the queue is unchanged):", "",
+        "| review_support_below | queue recall | false alarms | load here | load at a 10% "
+        "share | load at a 20% share |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in points:
+        recall, alarm = p["recall"]["value"], p["false_alarm"]["value"]
+        mark = " (configured)" if configured == p["review_support_below"] else ""
+        shares = " | ".join(f"{projected_load(recall, alarm, share):.0%}" for share in (0.1, 0.2))
+        lines.append(
+            f"| {p['review_support_below']}{mark} | {_with_ci(p['recall'], _pct)} | "
+            f"{_pct(alarm)} | {_pct(p['load']['value'])} | {shares} |")
+    return lines
 
 
 def update_readme(readme: Path, data: dict[str, Any]) -> None:

@@ -16,7 +16,13 @@ from typer.testing import CliRunner
 from calibration import CalibrationReport
 from judge.cli import _register, app
 from judge.config import JudgeConfig
-from judge.evaluation import QUALITY_END, QUALITY_START, EvaluationError, update_readme
+from judge.evaluation import (
+    QUALITY_END,
+    QUALITY_START,
+    EvaluationError,
+    queue_projection,
+    update_readme,
+)
 from judge.evaluation import main as evaluation_main
 from judge.runner import run_batch
 from judge.store import Store
@@ -359,6 +365,32 @@ def test_eval_gold_is_resumable_and_reports_per_dataset(
     assert "Read in the queue's order" in text and "for any order" in text
     update_readme(readme, data)
     assert readme.read_text() == text
+
+
+def test_eval_gold_with_scores_reports_the_queue_at_other_thresholds_and_budgets(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """Under strategy ``scores`` every verdict carries P(supported): the report shows the
+    queue at each review_support_below (the configured one reproducing the measured queue),
+    and the README block marks it."""
+    gold = write_jsonl(tmp_path / "gold.jsonl", eval_gold_items()[:5])
+    config = tmp_path / "scores.toml"
+    config.write_text('[judge]\nmodel = "fake/judge-model"\nstrategy = "scores"\n'
+                      'signals = false\nreview_support_below = 0.5\n'
+                      'prompts = { split_claims = "v1", choose_label = "v1" }\n', "utf-8")
+    result = invoke("eval-gold", str(gold), "--db", str(tmp_path / "e.db"), "--config",
+                    str(config), "--json")
+    assert result.exit_code == 0, result.output
+    data = strict_json(result.stdout)
+    assert data["review_support_below"] == 0.5
+    points = {p["review_support_below"]: p for p in data["queue_points"]}
+    assert points[0.5]["recall"]["value"] == data["queue_recall"]
+    assert points[0.5]["load"]["value"] == data["queue_load"]
+    loads = [p["load"]["value"] for p in data["queue_points"]]
+    assert loads == sorted(loads)  # a higher threshold never sends fewer claims
+    assert set(data["queue_budget"]) == {"25%", "50%"}
+    text = "\n".join(queue_projection(data))
+    assert "| 0.5 (configured) |" in text and "| 0.3 |" in text
 
 
 def test_eval_gold_rejects_invalid_gold_before_judging(

@@ -327,3 +327,26 @@ def test_queue_budget_counts_rejected_claims_in_the_first_part_of_the_reading_or
     # without positions there is no budget figure (not a made-up one)
     plain = [i.model_copy(update={"queue_position": None}) for i in items]
     assert build_calibration_report(plain, judge_version="j", n_resamples=50).queue_budget == {}
+
+
+def test_queue_points_move_only_the_supported_claims_below_the_threshold():
+    # (gold, judge label, support, flagged otherwise)
+    rows = [(S, S, 0.90, False), (S, S, 0.42, False), (S, C, 0.20, True), (S, S, 0.95, True),
+            (N, S, 0.33, False), (N, S, 0.80, False), (C, C, 0.10, True), (V, N, 0.45, True)]
+    items = [CalibrationItem(claim_id=f"c{i}", gold_label=g, judge_label=j, support=p,
+                             flagged=f, in_queue=f or p < 0.5)
+             for i, (g, j, p, f) in enumerate(rows)]
+    report = build_calibration_report(items, judge_version="j", n_resamples=50)
+    points = {p.review_support_below: p for p in report.queue_points}
+    # at 0.3: only flagged claims -> rejected caught: C, V (2 of 4); supported sent: c2, c3
+    assert points[0.3].recall.value == pytest.approx(0.5)
+    assert points[0.3].false_alarm.value == pytest.approx(0.5)
+    # at 0.35 the N claim with support 0.33 joins; at 0.45 the supported 0.42 one too
+    assert points[0.35].recall.value == pytest.approx(0.75)
+    assert points[0.45].false_alarm.value == pytest.approx(0.75)
+    # the configured threshold (0.5 here) reproduces the queue as measured
+    assert points[0.5].recall.value == report.queue_recall.value
+    assert points[0.5].load.value == report.queue_load.value
+    # not known -> no points rather than guessed ones
+    unknown = [i.model_copy(update={"flagged": None}) for i in items]
+    assert build_calibration_report(unknown, judge_version="j", n_resamples=50).queue_points == []
