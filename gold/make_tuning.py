@@ -8,9 +8,13 @@ draws further items the way the check subsets are drawn: random short-source ite
 then the shortest remaining ones fill a label's quota. Round 1 alone left the tuning set
 without WiCE's long excerpts and without Factcheck-GPT's ``not_verifiable`` items, both of
 which the check subsets hold. Round 3 (``--third-round``) draws more items the way round 2
-does, for a steadier fit of the linear rule. Earlier rounds' items come first, unchanged.
+does, for a steadier fit of the linear rule. Round 4 (``--rest``) adds every tuning item
+not drawn yet, in the same order rule (short sources at random, then the shortest remaining):
+the whole tuning part, so the fitted rule and its queue threshold rest on as many human
+labels as the split holds. Earlier rounds' items come first, unchanged.
 
-    python gold/make_tuning.py [--per-dataset 40] [--second-round 30] [--third-round 40]
+    python gold/make_tuning.py [--per-dataset 40] [--second-round 30] [--third-round 40] \
+        [--no-rest]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from make_subset import (  # noqa: E402
 )
 
 SEED = 20261130
+REST = 10**6  # a quota no label of any dataset reaches: round 4 takes every remaining item
 OUT = Path(__file__).resolve().parent / "tuning_subset.jsonl"
 
 
@@ -61,6 +66,8 @@ def later_round(first: list[dict], per_dataset: int, name: str) -> list[dict]:
         items = [i for i in read(dataset)
                  if part_of(dataset, group_of(i["id"])) == "tuning" and i["id"] not in taken]
         present = [label for label in LABELS if any(i["label"] == label for i in items)]
+        if not present:  # every tuning item of the dataset is drawn already
+            continue
         for label, quota in quotas(present, per_dataset).items():
             pool = sorted((i for i in items if i["label"] == label), key=lambda i: i["id"])
             short = [i for i in pool if source_chars(i) <= MAX_SOURCE_CHARS]
@@ -79,6 +86,8 @@ def main() -> int:
     parser.add_argument("--third-round", type=int, default=40,
                         help="more items per dataset drawn the same way, with another seed "
                              "(0: none)")
+    parser.add_argument("--rest", action=argparse.BooleanOptionalAction, default=True,
+                        help="round 4: every tuning item the rounds before did not draw")
     parser.add_argument("--check", action="store_true",
                         help="verify the file instead of writing it")
     args = parser.parse_args()
@@ -87,6 +96,8 @@ def main() -> int:
         items += later_round(items, args.second_round, "round2")
     if args.third_round:
         items += later_round(items, args.third_round, "round3")
+    if args.rest:
+        items += later_round(items, REST, "round4")
     text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
     if args.check:
         if OUT.read_text(encoding="utf-8") != text:

@@ -260,3 +260,9 @@ def test_the_tuning_subset_is_reproducible_and_never_touches_the_check_part() ->
     assert len(ids) == len(set(ids))  # the second round never repeats the first
     for i in items:
         assert i.id in splits["datasets"][i.dataset]["tuning"]
+
+
+def test_the_tuning_subset_holds_the_whole_tuning_part() -> None:
+    splits = json.loads((ROOT / "gold/splits.json").read_text())
+    ids = {i.id for i in load_gold(ROOT / "gold/tuning_subset.jsonl").items}
+    assert ids == {i for d in splits["datasets"].values() for i in d["tuning"]}
