@@ -124,7 +124,8 @@ def list_cmd(
     all_queues: bool = typer.Option(False, "--queues", help="List the queues instead."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """List a queue's items in priority order, with why each is there and its review state."""
+    """List a queue's items in reading order (`judge queue build --order`), with why each is
+    there and its review state."""
     store = open_store(db, must_exist=True)
     if all_queues:
         rows = queues(store)
