@@ -117,16 +117,12 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 )
                 continue
             new = verdict.model_dump(mode="json")
-            if old.get("support") is not None:  # null: stored before the judge kept it
-                if _norm(old["support"]) != _norm(new["support"]):
-                    report.differences.append({
-                        "answer_id": record.answer_id, "claim_id": verdict.claim_id,
-                        "field": "support", "stored": old["support"],
-                        "replayed": new["support"],
-                    })
-            elif new["support"] is not None:
+            compared = COMPARED
+            if old.get("support") is not None:
+                compared += ("support",)
+            elif new["support"] is not None:  # stored before the judge kept it: fill it in
                 backfill[old["id"]] = new["support"]
-            for key in COMPARED:
+            for key in compared:
                 if _norm(old[key]) != _norm(new[key]):
                     report.differences.append(
                         {
@@ -148,36 +144,31 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                     "replayed": None,
                 }
             )
-    _mark_reproduced(store, report, [ra["answer_id"] for ra in answer_rows], missing)
-    _backfill_support(store, report, stored, backfill)
+    reproduced = _mark_reproduced(store, report, [ra["answer_id"] for ra in answer_rows],
+                                  missing)
+    answer_of = {row["id"]: row["answer_id"] for row in stored.values()}
+    chosen = {vid: value for vid, value in backfill.items() if answer_of[vid] in reproduced}
+    store.backfill_support(chosen)
+    report.backfilled = len(chosen)
     return report
 
 
-def _backfill_support(store: Store, report: ReplayReport, stored: dict[str, Any],
-                      backfill: dict[str, float]) -> None:
-    """Fill in the ``support`` of verdicts stored before the judge kept it, for answers whose
-    verdicts the replay reproduced exactly (the same rule as :func:`_mark_reproduced`)."""
-    if report.template_changes or not backfill:
-        return
-    differing = {d["answer_id"] for d in report.differences}
-    answer_of = {row["id"]: row["answer_id"] for row in stored.values()}
-    chosen = {vid: value for vid, value in backfill.items() if answer_of[vid] not in differing}
-    store.backfill_support(chosen)
-    report.backfilled = len(chosen)
-
-
 def _mark_reproduced(store: Store, report: ReplayReport, answer_ids: list[str],
-                     missing: set[str]) -> None:
+                     missing: set[str]) -> set[str]:
     """Record the current code against every answer whose verdicts it re-derived exactly
     (no difference, no missing call): later runs that reuse them under this code are then
-    not warned about."""
+    not warned about, and their verdicts stored without ``support`` get it. Returns those
+    answers."""
     if report.template_changes:
-        return
+        return set()
     differing = {d["answer_id"] for d in report.differences}
+    reproduced = set()
     for answer_id in answer_ids:
         if answer_id not in differing | missing:
             store.mark_reproduced(report.judge_version, answer_id, report.code)
-            report.reproduced += 1
+            reproduced.add(answer_id)
+    report.reproduced = len(reproduced)
+    return reproduced
 
 
 def _norm(value: Any) -> Any:
