@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 from fit_linear import out_of_fold  # noqa: E402
 from tune_scores import LABELS, load_items  # noqa: E402
 
-from calibration import BUDGETS  # noqa: E402
+from calibration import BUDGETS, CalibrationItem  # noqa: E402
+from calibration.report import queue_budget  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
 from judge.evaluation import gold_to_records  # noqa: E402
 from judge.gold import load_gold  # noqa: E402
@@ -46,30 +47,31 @@ L2 = 10.0  # the strength gold/fit_linear.py chose for the default (tuning_linea
 SUPPORT_BELOW = 0.5  # the default's review_support_below
 
 
-def budget_figures(rows: list[dict[str, Any]], rejected: dict[str, bool]) -> dict[str, Any]:
-    """Per order: the share of rejected claims met within each budget."""
-    n, total = len(rows), sum(rejected.values())
-    orders: dict[str, list[str]] = {}
-    for order in ORDERS:
-        positions = reading_positions(rows, order)
-        orders[order] = sorted(positions, key=positions.__getitem__)
-    orders["input"] = [r["claim_id"] for r in rows]  # the floor: no ordering at all
+def budget_figures(rows: list[dict[str, Any]], gold: dict[str, str]) -> dict[str, Any]:
+    """Per order: the share of gold non-supported claims met within each budget
+    (calibration.queue_budget over the order's positions); ``gold`` maps claim id to label."""
+    n = len(rows)
+    total = sum(label != "supported" for label in gold.values())
+    positions = {order: reading_positions(rows, order) for order in ORDERS}
+    # the floor: no ordering at all
+    positions["input"] = {r["claim_id"]: k for k, r in enumerate(rows, start=1)}
     out: dict[str, Any] = {"n": n, "rejected": total, "best_possible": {}, "orders": {}}
     for budget in BUDGETS:
-        key = f"{budget:.0%}"
         read = math.ceil(budget * n - 1e-9)
-        out["best_possible"][key] = round(min(1.0, read / total), 3)
-        for order, ids in orders.items():
-            met = sum(rejected[c] for c in ids[:read])
-            out["orders"].setdefault(order, {})[key] = round(met / total, 3)
+        out["best_possible"][f"{budget:.0%}"] = round(min(1.0, read / total), 3)
+    for order, placed in positions.items():
+        items = [CalibrationItem(claim_id=r["claim_id"], gold_label=gold[r["claim_id"]],
+                                 judge_label=r["label"], in_queue=r["claim_id"] in placed,
+                                 queue_position=placed.get(r["claim_id"])) for r in rows]
+        out["orders"][order] = {k: round(e.value, 3) for k, e in queue_budget(items).items()}
     return out
 
 
-def tuning_rows(db: Path, version: str) -> tuple[list[dict[str, Any]], dict[str, bool]]:
+def tuning_rows(db: Path, version: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     config = JudgeConfig.load()
     items = load_items(ROOT / "tuning_subset.jsonl", db, [version], config)
     pred, probs = out_of_fold(items, L2, CORE_FEATURES + TEXT_FEATURES)
-    rows, rejected = [], {}
+    rows, gold = [], {}
     for i, (item, label) in enumerate(zip(items, pred, strict=True)):
         support = float(probs[i, 0])
         name = LABELS[label]
@@ -79,27 +81,27 @@ def tuning_rows(db: Path, version: str) -> tuple[list[dict[str, Any]], dict[str,
         rows.append({"claim_id": item.id, "answer_id": item.id, "idx": 0, "label": name,
                      "subtype": None, "review_reasons": reasons, "review": bool(reasons),
                      "support": support})
-        rejected[item.id] = item.gold != 0
-    return rows, rejected
+        gold[item.id] = LABELS[item.gold]
+    return rows, gold
 
 
 def check_rows(db: Path, version: str, gold_path: Path
-               ) -> tuple[list[dict[str, Any]], dict[str, bool]]:
+               ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     gold = load_gold(gold_path)
     refs = gold_to_records(gold.entries).refs
     store = Store.open(db)
     stored = {r["claim_id"]: r for r in store.verdict_rows(judge_version=version)}
-    rows, rejected = [], {}
+    rows, labels = [], {}
     for entry in gold.entries:
         ref = refs.get(entry.item.id)
         row = stored.get(ref.claim_id) if ref else None
-        if row is None or row["claim_id"] in rejected:
+        if row is None or row["claim_id"] in labels:
             continue
         if row.get("support") is None:
             sys.exit(f"{row['claim_id']}: stored without support; run `judge replay` first")
         rows.append(row)
-        rejected[row["claim_id"]] = entry.item.label != "supported"
-    return rows, rejected
+        labels[row["claim_id"]] = entry.item.label
+    return rows, labels
 
 
 def main() -> int:
@@ -113,13 +115,13 @@ def main() -> int:
     args = parser.parse_args()
     report: dict[str, Any] = {"budgets": list(BUDGETS), "orders": list(ORDERS),
                               "configurations_tried": len(ORDERS)}
-    rows, rejected = tuning_rows(args.tune_db, args.tune_version)
+    rows, labels = tuning_rows(args.tune_db, args.tune_version)
     report["tuning"] = {"version": args.tune_version, "l2": L2,
-                        **budget_figures(rows, rejected)}
+                        **budget_figures(rows, labels)}
     if args.check_db and args.check_version:
-        rows, rejected = check_rows(args.check_db, args.check_version, args.check_gold)
+        rows, labels = check_rows(args.check_db, args.check_version, args.check_gold)
         report["check"] = {"version": args.check_version, "gold": str(args.check_gold),
-                           **budget_figures(rows, rejected)}
+                           **budget_figures(rows, labels)}
     text = json.dumps(report, indent=2)
     print(text)
     if args.output:

@@ -77,7 +77,8 @@ def replay_run(store: Store, run_id: str) -> ReplayReport:
 async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # type: ignore[no-untyped-def]
     seen: set[str] = set()
     missing: set[str] = set()
-    backfill: dict[str, float] = {}  # verdict id -> re-derived support of a null one
+    # answer id -> {verdict id: re-derived support} of verdicts stored without one
+    backfill: dict[str, dict[str, float]] = {}
     answer_rows = store.run_answer_rows(run_id)
     for ra in answer_rows:
         if ra["code"] not in report.stored_code:
@@ -121,7 +122,7 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
             if old.get("support") is not None:
                 compared += ("support",)
             elif new["support"] is not None:  # stored before the judge kept it: fill it in
-                backfill[old["id"]] = new["support"]
+                backfill.setdefault(record.answer_id, {})[old["id"]] = new["support"]
             for key in compared:
                 if _norm(old[key]) != _norm(new[key]):
                     report.differences.append(
@@ -146,8 +147,8 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
             )
     reproduced = _mark_reproduced(store, report, [ra["answer_id"] for ra in answer_rows],
                                   missing)
-    answer_of = {row["id"]: row["answer_id"] for row in stored.values()}
-    chosen = {vid: value for vid, value in backfill.items() if answer_of[vid] in reproduced}
+    chosen = {vid: value for answer_id in reproduced & backfill.keys()
+              for vid, value in backfill[answer_id].items()}
     store.backfill_support(chosen)
     report.backfilled = len(chosen)
     return report
