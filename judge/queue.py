@@ -175,12 +175,28 @@ def categories(row: dict[str, Any], reasons: list[str]) -> set[str]:
     return found
 
 
-def risk(support: float | None) -> float:
+def risk(support: float | None, verified_defect: bool = False) -> float:
     """How likely the judge thinks a claim is *not* supported: ``1 - support`` (its
     probability of ``supported``), or 1 when it gives none (judge errors, refused answers,
     labels the program decided, the structured strategies): what the judge cannot rate is
-    read first (fail closed)."""
-    return 1.0 if support is None else 1.0 - float(support)
+    read first (fail closed). A ``verified_defect`` (see :func:`verified_defect`) is also 1:
+    the program has shown something wrong with the claim, whatever the model thinks."""
+    return 1.0 if support is None or verified_defect else 1.0 - float(support)
+
+
+#: Failed checks that prove a defect by exact lookup. ``numbers_match`` is left out: a number
+#: the source writes differently ("1.5 million", "1,500,000") fails it too, and on the check
+#: claims reading its failures first caught fewer human-rejected claims early (README).
+EXACT_CHECKS: frozenset[str] = frozenset(
+    {"check:citation_exists", "check:json_path_resolves", "check:quote_found"}
+)
+
+
+def verified_defect(reasons: Iterable[str]) -> bool:
+    """Whether the program itself proved a defect: a cited source that does not exist, a JSON
+    path that does not resolve, a quote that is not in the source (:data:`EXACT_CHECKS`), or
+    an invented evidence quote."""
+    return any(r in EXACT_CHECKS or r == "invented_quote" for r in reasons)
 
 
 def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_id: str,
@@ -213,9 +229,10 @@ def reading_positions(rows: Iterable[dict[str, Any]], order: str = ORDERS[0],
     rank = {name: i for i, name in enumerate(priority_order(list(priority)))}
     keyed = []
     for row in rows:
-        _, stratum, category = classify(row, rank)
+        reasons, stratum, category = classify(row, rank)
         if stratum != "passed":
-            keyed.append((reading_key(order, stratum, risk(row.get("support")), rank[category],
+            value = risk(row.get("support"), verified_defect(reasons))
+            keyed.append((reading_key(order, stratum, value, rank[category],
                                       row["answer_id"], row["idx"], row["claim_id"]),
                           row["claim_id"]))
     keyed.sort()
@@ -284,7 +301,7 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> lis
                 claim_id=row["claim_id"], verdict_id=row["id"],
                 judge_version=row["judge_version"], run_id=row["run_id"], reasons=reasons,
                 stratum=stratum, category=category, rank=rank[category], idx=row["idx"],
-                risk=risk(row.get("support")),
+                risk=risk(row.get("support"), verified_defect(reasons)),
             )
             prev = by_subject.get(cand.subject)
             # Across judge versions a claim is one item: its most urgent verdict wins.

@@ -273,7 +273,9 @@ def test_risk_order_reads_the_least_likely_supported_first(
 ) -> None:
     """A confident not_in_source (P(supported) 0.01) is read before a hesitant contradicted
     (0.17) in the default risk order, after it in the priority order; passes come last and
-    a judge error (no probability) first."""
+    a judge error (no probability) first. The contradicted claim's year is not in its
+    cited source (check numbers_match fails), which is no proof of a defect (sources write
+    numbers in many ways), so it keeps its probability."""
     src = {"id": "s", "text": "The bridge opened in 1932. It is 503 metres long."}
     claims = {"The bridge is red.": choice_reply("C", 0.97),
               "The bridge opened in 1931.": choice_reply("B", 0.5),
@@ -298,6 +300,8 @@ def test_risk_order_reads_the_least_likely_supported_first(
     read = [rows[i["claim_id"]] for i in queue_items(store, risk.queue_id)]
     assert read == ["The bridge has four towers.", "The bridge is red.",
                     "The bridge opened in 1931.", "The bridge opened in 1932."]
+    year = next(r for r in store.verdict_rows() if r["claim"] == "The bridge opened in 1931.")
+    assert {c["name"]: c["outcome"] for c in year["checks"]}["numbers_match"] == "fail"
     prio = build_queue(store, options=QueueOptions(order="priority", **options))
     read = [rows[i["claim_id"]] for i in queue_items(store, prio.queue_id)]
     assert read[:2] == ["The bridge opened in 1931.", "The bridge is red."]
@@ -319,3 +323,40 @@ def test_reading_positions_follow_the_queue_and_leave_passes_out() -> None:
             row("c4", "judge_error", None, ["judge_error"])]
     assert reading_positions(rows) == {"c4": 1, "c1": 2, "c0": 3, "c3": 4}
     assert reading_positions(rows, "priority") == {"c0": 1, "c1": 2, "c4": 3, "c3": 4}
+    # a defect the program verified outranks any probability the model gives
+    rows.append(row("c5", "supported", 0.95, ["check:quote_found"]))
+    rows.append(row("c6", "supported", 0.94, ["check:numbers_match"]))
+    assert reading_positions(rows) == {"c5": 1, "c4": 2, "c1": 3, "c0": 4, "c3": 5, "c6": 6}
+
+
+def test_a_claim_whose_check_fails_is_read_first_whatever_its_support(
+    tmp_path: Path, store: Store, fake_llm: FakeLLM
+) -> None:
+    """The model is sure both claims are supported, but one quotes its source with words the
+    source does not contain: the failed check puts it at the top of the risk order, not
+    behind the claim the model merely doubts."""
+    src = {"id": "s", "text": "The bridge opened in 1932. It is 503 metres long."}
+    invented = {"source": "s", "quote": "the bridge opened to traffic in 1932"}
+    claims = {"The bridge opened in 1932.": ("A", 0.97, [invented]),
+              "The bridge is 503 metres long.": ("A", 0.97, ["s"]),
+              "The bridge is red.": ("C", 0.6, ["s"])}
+
+    def respond(schema: str, messages: list[dict]) -> Reply:  # type: ignore[type-arg]
+        claim = next(c for c in claims if c in messages[-1]["content"].split("Claim")[-1])
+        return choice_reply(*claims[claim][:2])
+
+    fake_llm.responder = respond
+    path = write_jsonl(tmp_path / "b.jsonl", [{
+        "id": "a", "sources": [src], "answer": " ".join(claims),
+        "claims": [{"text": c, "citations": cites} for c, (_, _, cites) in claims.items()]}])
+    config = JudgeConfig(model="fake/judge-model", strategy="scores", signals=False,
+                         prompts={"split_claims": "v1", "choose_label": "v1"})
+    asyncio.run(run_batch(path, store, config))
+    rows = {r["claim_id"]: r for r in store.verdict_rows()}
+    quoted = next(r for r in rows.values() if r["claim"] == "The bridge opened in 1932.")
+    assert quoted["label"] == "supported" and quoted["support"] > 0.9
+    assert "check:quote_found" in quoted["review_reasons"]
+    queue = build_queue(store, options=QueueOptions(sample_rate=0.0, min_sample=0,
+                                                    double_fraction=0.0))
+    read = [rows[i["claim_id"]]["claim"] for i in queue_items(store, queue.queue_id)]
+    assert read == ["The bridge opened in 1932.", "The bridge is red."]

@@ -72,8 +72,8 @@ def build(
     order: str = typer.Option(
         ORDERS[0], "--order",
         help="Reading order: 'risk' reads the claims the judge thinks least likely supported "
-        "first (categories break ties; what it cannot rate comes first), 'priority' reads by "
-        "category alone.",
+        "first (categories break ties; what it cannot rate and what a check proved wrong come "
+        "first), 'priority' reads by category alone.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:

@@ -134,7 +134,8 @@ class QueueIn(Strict):
     order: Literal["risk", "priority"] = Field(
         default="risk",
         description="risk: flagged items by the judge's probability that the claim is not "
-        "supported, highest first; priority: by category alone",
+        "supported, highest first (unrated items and defects a check proved come first); "
+        "priority: by category alone",
     )
 
 
