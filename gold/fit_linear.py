@@ -39,6 +39,7 @@ from tune_scores import (  # noqa: E402
     fold_of,
     load_items,
     per_dataset,
+    shown_path,
     stored_config,
 )
 
@@ -184,7 +185,7 @@ def main() -> int:
     # so a threshold fitted on them misses the recall target on new claims
     queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, args.queue_recall)
     report = {
-        "gold": str(args.gold), "version": args.version, "n": len(items),
+        "gold": shown_path(args.gold), "version": args.version, "n": len(items),
         "features": list(names),
         "configurations_tried": len(LAMBDAS) + len(QUEUE_GRID),
         "cross_validated_balanced_accuracy": {str(k): round(v, 3) for k, v in cv.items()},

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
 from fit_linear import out_of_fold  # noqa: E402
-from tune_scores import LABELS, load_items  # noqa: E402
+from tune_scores import LABELS, load_items, shown_path  # noqa: E402
 
 from calibration import BUDGETS, CalibrationItem  # noqa: E402
 from calibration.report import queue_budget  # noqa: E402
@@ -120,7 +120,7 @@ def main() -> int:
                         **budget_figures(rows, labels)}
     if args.check_db and args.check_version:
         rows, labels = check_rows(args.check_db, args.check_version, args.check_gold)
-        report["check"] = {"version": args.check_version, "gold": str(args.check_gold),
+        report["check"] = {"version": args.check_version, "gold": shown_path(args.check_gold),
                            **budget_figures(rows, labels)}
     text = json.dumps(report, indent=2)
     print(text)

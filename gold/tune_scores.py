@@ -50,6 +50,16 @@ from judge.signals import apply_signals  # noqa: E402
 from judge.slots import compare, find_slot  # noqa: E402
 from judge.verdicts import LABELS, Evidence  # noqa: E402
 
+
+def shown_path(path: Path) -> str:
+    """``path`` as a report records it: relative to the repository when inside it, so a
+    committed report names no machine's folders."""
+    try:
+        return str(path.resolve().relative_to(ROOT.parent))
+    except ValueError:
+        return str(path)
+
+
 GRID = np.round(np.arange(-3.0, 3.01, 0.5), 2)
 QUEUE_GRID = np.round(np.arange(0.0, 0.951, 0.05), 2)
 SUPPORT_GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
@@ -338,7 +348,7 @@ def main() -> int:
     rule = fit["contradiction"]
     confusion = [[int(((gold == g) & (pred == p)).sum()) for p in range(4)] for g in range(4)]
     report = {
-        "gold": str(args.gold), "version": args.version[0],
+        "gold": shown_path(args.gold), "version": args.version[0],
         "contradiction_answers_from": args.version if len(args.version) > 1 else None,
         "n": len(items),
         "configurations_tried": tried + queue["tried"],
