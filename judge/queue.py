@@ -175,13 +175,13 @@ def categories(row: dict[str, Any], reasons: list[str]) -> set[str]:
     return found
 
 
-def risk(support: float | None, verified_defect: bool = False) -> float:
+def risk(support: float | None, reasons: Iterable[str] = ()) -> float:
     """How likely the judge thinks a claim is *not* supported: ``1 - support`` (its
     probability of ``supported``), or 1 when it gives none (judge errors, refused answers,
     labels the program decided, the structured strategies): what the judge cannot rate is
-    read first (fail closed). A ``verified_defect`` (see :func:`verified_defect`) is also 1:
-    the program has shown something wrong with the claim, whatever the model thinks."""
-    return 1.0 if support is None or verified_defect else 1.0 - float(support)
+    read first (fail closed). A claim whose review ``reasons`` show a :func:`verified_defect`
+    is also 1: the program proved something wrong with it, whatever the model thinks."""
+    return 1.0 if support is None or verified_defect(reasons) else 1.0 - float(support)
 
 
 #: Failed checks that prove a defect by exact lookup. ``numbers_match`` is left out: a number
@@ -231,9 +231,9 @@ def reading_positions(rows: Iterable[dict[str, Any]], order: str = ORDERS[0],
     for row in rows:
         reasons, stratum, category = classify(row, rank)
         if stratum != "passed":
-            value = risk(row.get("support"), verified_defect(reasons))
-            keyed.append((reading_key(order, stratum, value, rank[category],
-                                      row["answer_id"], row["idx"], row["claim_id"]),
+            keyed.append((reading_key(order, stratum, risk(row.get("support"), reasons),
+                                      rank[category], row["answer_id"], row["idx"],
+                                      row["claim_id"]),
                           row["claim_id"]))
     keyed.sort()
     return {claim_id: position for position, (_, claim_id) in enumerate(keyed, start=1)}
@@ -301,7 +301,7 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> lis
                 claim_id=row["claim_id"], verdict_id=row["id"],
                 judge_version=row["judge_version"], run_id=row["run_id"], reasons=reasons,
                 stratum=stratum, category=category, rank=rank[category], idx=row["idx"],
-                risk=risk(row.get("support"), verified_defect(reasons)),
+                risk=risk(row.get("support"), reasons),
             )
             prev = by_subject.get(cand.subject)
             # Across judge versions a claim is one item: its most urgent verdict wins.
