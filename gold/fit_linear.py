@@ -55,6 +55,7 @@ from judge.linear import (  # noqa: E402
 )
 
 LAMBDAS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+RULE_PROMPTS = ("split_claims", "choose_label", "fill_slot")
 DECIMALS = 4
 
 
@@ -209,22 +210,30 @@ def main() -> int:
     if args.output:
         args.output.write_text(text + "\n", encoding="utf-8")
     if args.toml:
-        args.toml.write_text(config_toml(model, queue["review_support_below"], args), "utf-8")
+        args.toml.write_text(config_toml(model, queue["review_support_below"], args, stored),
+                             "utf-8")
     return 0
 
 
-def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace) -> str:
+def config_toml(model: ScoreModel, review_below: float, args: argparse.Namespace,
+                stored: dict) -> str:
+    """The judge config of the fitted rule: the model, prompt versions and abstention check
+    of the run it was fitted on (``stored``: its versioned settings), so the rule is only
+    ever used on the answers it was fitted to read."""
+    asked = {"split_claims": "v1", "choose_label": "v1", **(stored.get("prompts") or {})}
+    # the prompts whose answers the rule reads (a question it does not weigh is not asked)
+    prompts = {name: asked[name] for name in RULE_PROMPTS if name in asked}
     lines = [
         f"# Written by gold/fit_linear.py from {args.version} on {args.gold.name} (tuning split",
         "# only); see the fit's report for its cross-validated figures.",
         "[judge]",
-        'model = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"',
+        f"model = {json.dumps(stored.get('model', JudgeConfig().model))}",
         'strategy = "scores"',
         "signals = false",  # the signals are the score_model's features, never overrides
-        'prompts = { split_claims = "v1", choose_label = "v1"'
-        + (f', fill_slot = "{args.fill_slot}"' if args.fill_slot else "") + " }",
+        "prompts = { " + ", ".join(f"{name} = {json.dumps(version)}"
+                                   for name, version in prompts.items()) + " }",
         f"review_support_below = {review_below}",
-        "abstention_check = true",
+        f"abstention_check = {str(bool(stored.get('abstention_check', True))).lower()}",
         *([f"sentence_questions = {args.sentence_questions}"] if args.sentence_questions else []),
         "",
         "[judge.score_model.intercept]",

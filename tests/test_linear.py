@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.util
 import math
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +132,26 @@ def test_fit_recovers_a_rule_that_one_feature_decides() -> None:
     caught = ((pred != 0) | (p_s < q["review_support_below"]))[y != 0].mean()
     assert caught == pytest.approx(q["queue_recall"], abs=1e-3)
     assert wilson_bounds(float(caught), int((y != 0).sum()))[0] >= 0.9
+
+
+def test_fitted_config_keeps_the_model_and_prompts_it_was_fitted_on(tmp_path: Path) -> None:
+    """A rule fitted on another model's stored answers must name that model and its prompt
+    versions, never the embedded default's: the weights only fit the answers they read."""
+    fit = _fit_module()
+    rule = model({"supported": {"overlap": 2.0}})
+    args = argparse.Namespace(version="llama@abc", gold=Path("gold/tuning_subset.jsonl"),
+                              sentence_questions=0, fill_slot=None)
+    stored = {"model": "ollama/llama3.1:70b", "abstention_check": False,
+              "prompts": {"choose_label": "v1+v2", "check_contradiction": "v1",
+                          "split_claims": "v1"}}
+    path = tmp_path / "fitted.toml"
+    path.write_text(fit.config_toml(rule, 0.45, args, stored), encoding="utf-8")
+    loaded = JudgeConfig.load(path)
+    assert loaded.model == "ollama/llama3.1:70b"
+    assert loaded.prompts == {"split_claims": "v1", "choose_label": "v1+v2"}
+    assert loaded.abstention_check is False and loaded.review_support_below == 0.45
+    assert loaded.strategy == "scores" and loaded.score_model == rule
+    assert tomllib.loads(path.read_text())["judge"]["signals"] is False
 
 
 TOML_SRC = ("Python 3.11 added the tomllib module to the standard library. "
