@@ -257,7 +257,11 @@ class StoreIndex:
         self._fingerprints: dict[str, str] | None = None
         self._by_text: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
         self._by_text_only: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        self.models = {r["id"]: r["model"] for r in store.judge_versions()}
+        versions = store.judge_versions()
+        self.models = {r["id"]: r["model"] for r in versions}
+        #: each version's versioned settings, as stored
+        self.configs: dict[str, dict[str, Any]] = {
+            r["id"]: json.loads(r["config"]) for r in versions}
         self.generators = {
             r["id"]: r["generator"]
             for r in store.db.query("select id, generator from answers")
@@ -571,9 +575,8 @@ def calibrate(
     if notes:
         report = report.model_copy(update={"notes": [*report.notes, *notes]})
     gate = validity_gate([m.row for m in matching.matched])
-    version_row = store.db["judge_versions"].get(judge_version)
     return CalibrationOutcome(
-        review_support_below=json.loads(version_row["config"]).get("review_support_below"),
+        review_support_below=index.configs[judge_version].get("review_support_below"),
         report=report, matching=matching, model=index.models[judge_version], gate=gate,
         gold={"file": str(gold.path), "sha256": gold.sha256, "items": len(entries),
               "matched": len(matching.matched),
