@@ -16,7 +16,8 @@ Strata (design principle 9) partition every claim and refused answer in the queu
 Every item also has a *category*, its most urgent reason under the configured priority order,
 and a ``position`` (1 = review first). The reading order (``order``) is ``risk`` by default:
 flagged items by the judge's probability that the claim is not supported, highest first
-(:func:`risk`; categories break ties), then the sampled passes; ``priority`` orders by category
+(:func:`risk`: what the judge cannot rate and defects a check proved come first; categories
+break ties), then the sampled passes; ``priority`` orders by category
 alone. Measured on gold, the risk order puts far more of the human-rejected claims in the first
 quarter or half of the queue (the ``queue_budget`` figures of a calibration report), which is
 what counts when people cannot read the whole queue. Categories and reasons name the judge's
