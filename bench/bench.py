@@ -11,18 +11,18 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from judge.api import judge_file
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from judge.config import JudgeConfig  # noqa: E402
-from judge.runner import run_batch  # noqa: E402
 from judge.store import Store  # noqa: E402
 from tests.fakes import FakeLLM, install  # noqa: E402
 
@@ -79,7 +79,7 @@ def bench_overhead(records: list[dict], label: str) -> None:
         store = Store.open(Path(tmp) / "bench.db")
         config = JudgeConfig(model="fake/bench", concurrency=1)
         started = time.perf_counter()
-        summary = asyncio.run(run_batch(path, store, config))
+        summary = judge_file(path, config=config, db=store).summary
         wall = time.perf_counter() - started
         for call, reply in zip(fake.calls, replies, strict=True):
             call["reply"] = reply
@@ -98,7 +98,7 @@ def bench_overhead(records: list[dict], label: str) -> None:
             f"{wall / n * 1000:.1f} ms/answer, {wall / max(summary.claims, 1) * 1000:.1f} ms/claim"
         )
         started = time.perf_counter()
-        again = asyncio.run(run_batch(path, store, config))
+        again = judge_file(path, config=config, db=store).summary
         print(
             f"[{label}] re-run from store: {again.model_calls} model calls, "
             f"{(time.perf_counter() - started) * 1000:.0f} ms total"
@@ -116,7 +116,7 @@ def bench_embedded() -> None:
         path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n")
         store = Store.open(Path(tmp) / "bench.db")
         started = time.perf_counter()
-        summary = asyncio.run(run_batch(path, store, JudgeConfig.load()))
+        summary = judge_file(path, config=JudgeConfig.load(), db=store).summary
         wall = time.perf_counter() - started
         print(
             f"[embedded] {summary.claims} claims in {wall:.1f} s (incl. model load): "

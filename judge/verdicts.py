@@ -1,7 +1,8 @@
 """Output vocabulary: labels, subtypes, claims, evidence, checks and verdicts.
 
 These are the typed results of judging. Nothing here carries a model-reported
-confidence: evidence ``strength`` is computed by the program (see ``judge.checks.strength``).
+confidence: evidence ``strength`` is computed by the program (see :mod:`judge.checks.strength`).
+May import :mod:`judge.records` only.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class Verdict(BaseModel):
     claim_id: str
     answer_id: str
     judge_version: str
+    #: the claim's text
+    claim: str = ""
     label: str  # a Label value or JUDGE_ERROR
     subtype: str | None = None
     evidence: list[Evidence] = Field(default_factory=list)

@@ -8,7 +8,6 @@ answer refused for self-grading. Judged once per test session; each test gets a 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import tempfile
@@ -16,8 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from judge.api import judge_file
 from judge.config import JudgeConfig
-from judge.runner import RunSummary, run_batch
+from judge.runs.summary import RunSummary
 from judge.store import Store
 from tests.conftest import write_jsonl
 from tests.fakes import FakeLLM, Reply, install, rule_responder
@@ -72,7 +72,7 @@ def known_responder(schema: str, messages: list[dict[str, Any]]) -> str | Reply:
 def build_known_store(tmp: Path, store: Store, config: JudgeConfig, fake: FakeLLM) -> RunSummary:
     fake.responder = known_responder
     path = write_jsonl(tmp / "known.jsonl", known_records())
-    return asyncio.run(run_batch(path, store, config))
+    return judge_file(path, config=config, db=store).summary
 
 
 @cache

@@ -1,22 +1,30 @@
-"""Shared CLI pieces: consoles, options, opening the store, clean fatal errors."""
+"""Shared CLI pieces: consoles, options, opening the store, progress bars, clean fatal errors."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 
-from judge.store import Store
+if TYPE_CHECKING:
+    from judge.config import JudgeConfig
+    from judge.store import Store
 
 console = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
 DB_OPTION = typer.Option(
-    Path("judge.db"), "--db", help="SQLite store file (created if missing).", envvar="JUDGE_DB"
+    Path("judge.db"), "--db", help="SQLite store file (created if missing).",
+    envvar="CLAIM_JUDGE_DB",
+)
+EXISTING_DB_OPTION = typer.Option(
+    Path("judge.db"), "--db", help="SQLite store file.", envvar="CLAIM_JUDGE_DB"
 )
 
 
@@ -26,12 +34,60 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def open_store(path: Path, must_exist: bool = False) -> Store:
+    from judge.store import Store
+
     if must_exist and not path.exists():
         fail(f"store {path} does not exist; run `judge run INPUT.jsonl --db {path}` first")
     try:
         return Store.open(path)
     except Exception as exc:  # a clear message, not a stack trace
         fail(f"cannot open store {path}: {exc}")
+
+
+def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
+    """The judge config (``--config``, else ``./judge.toml``, else the default), or exit 1
+    with the reason."""
+    from rich.markup import escape
+
+    from judge.config import load_config as load
+
+    try:
+        return load(config, **overrides)
+    except ValueError as exc:
+        fail(escape(str(exc)))
+
+
+@contextmanager
+def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr; yields the ``progress(done, total)`` callback. Hidden when
+    ``quiet`` and stderr is not a terminal."""
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (TextColumn(f"[bold]{escape(what)}[/]"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, disable=quiet and not sys.stderr.isatty()) as bar:
+        task = bar.add_task(what, total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield progress
+
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc}")
 
 
 def print_json(obj: Any) -> None:

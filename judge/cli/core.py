@@ -2,37 +2,39 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import DB_OPTION, console, fail, open_store, out, print_json
-from judge.config import JudgeConfig
-from judge.runner import RunSummary, run_batch
+from judge.cli.common import (
+    DB_OPTION,
+    EXISTING_DB_OPTION,
+    console,
+    fail,
+    load_config,
+    open_store,
+    out,
+    print_json,
+    progress_bar,
+)
+from judge.runs.summary import RunSummary
 
 prompts_app = typer.Typer(help="Prompt templates: check the manifest, lock new versions.")
 app.add_typer(prompts_app, name="prompts")
 
 
-def load_config(config: Path | None, **overrides: object) -> JudgeConfig:
-    try:
-        return JudgeConfig.load(config, **overrides)
-    except ValueError as exc:
-        fail(str(exc))
-
-
 @app.command()
 def run(
-    input: Path = typer.Argument(..., help="JSONL file of answer records, one per line."),
+    input: Path = typer.Argument(
+        ..., help="JSONL file of answer records, one per line ('-' reads standard input)."),
     db: Path = DB_OPTION,
-    config: Path | None = typer.Option(None, "--config", "-c", help="Judge config (TOML)."),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Judge config (TOML); default ./judge.toml if present."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
     concurrency: int | None = typer.Option(None, "--concurrency", "-j", min=1, max=64),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object at the end."),
@@ -42,30 +44,21 @@ def run(
     Exit code 0 when every line was accepted, 2 when some lines were rejected (the rest
     are still judged), 1 on a fatal error.
     """
-    if not input.exists():
+    from judge import api
+
+    if str(input) != "-" and not input.exists():
         fail(f"input file {input} does not exist")
     cfg = load_config(config, model=model, concurrency=concurrency)
     store = open_store(db)
-    columns = (
-        TextColumn("[bold]judging[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(
-        *columns, console=console, transient=False, disable=not sys.stderr.isatty() and as_json
-    ) as bar:
-        task = bar.add_task("judging", total=None)
-
-        def progress(event: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    source = sys.stdin.buffer if str(input) == "-" else input
+    with progress_bar("judging", quiet=as_json) as progress:
         try:
-            summary = asyncio.run(run_batch(input, store, cfg, progress=progress))
+            results = api.judge_file(source, config=cfg, db=store, progress=progress)
         except KeyboardInterrupt:
             fail("interrupted; run the same command again to resume", code=130)
         except Exception as exc:
-            fail(f"{type(exc).__name__}: {exc}")
+            fail(f"{type(exc).__name__}: {escape(str(exc))}")
+    summary = results.summary
     for rej in summary.rejected_lines:
         console.print(f"[yellow]line {rej['line']} rejected:[/] {escape(rej['error'])}")
     if as_json:
@@ -113,7 +106,7 @@ def print_summary(s: RunSummary) -> None:
 @app.command()
 def show(
     answer_id: str = typer.Argument(..., help="Answer id."),
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     judge_version: str | None = typer.Option(None, "--judge-version", help="Default: all."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -123,18 +116,12 @@ def show(
     if answer is None:
         fail(f"no answer {answer_id!r} in {db}")
     rows = list(store.verdict_rows(answer_id=answer_id, judge_version=judge_version))
-    refusals = list(
-        store.db.query(
-            "select refused_reason from run_answers where answer_id = ? and status = 'refused' "
-            "limit 1",
-            [answer_id],
-        )
-    )
+    refused = store.refused_reason(answer_id)
     if as_json:
         print_json(
             {
                 "answer": {k: answer[k] for k in ("id", "question", "answer", "generator")},
-                "refused": refusals[0]["refused_reason"] if refusals else None,
+                "refused": refused,
                 "claims": rows,
             }
         )
@@ -143,16 +130,9 @@ def show(
     if answer["question"]:
         out.print(f"[dim]Q:[/] {escape(answer['question'])}")
     out.print(f"[dim]A:[/] {escape(answer['answer'])}\n")
-    if refusals:
-        out.print(f"[red]refused:[/] {escape(refusals[0]['refused_reason'])}")
-    statuses = {
-        r["answer_status"]
-        for r in store.db.query(
-            "select answer_status from run_answers where answer_id = ? and answer_status "
-            "is not null",
-            [answer_id],
-        )
-    }
+    if refused:
+        out.print(f"[red]refused:[/] {escape(refused)}")
+    statuses = store.answer_statuses(answer_id)
     if statuses:
         expected = answer["expected_status"]
         mismatch = expected and expected not in statuses
@@ -202,14 +182,14 @@ def show(
 
 @app.command("export")
 def export_cmd(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
     fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv."),
     output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
 ) -> None:
     """Export one line per claim: answer_id, claim_id, claim, citations, label, subtype,
     evidence, checks, strength, support, review, review_reasons, judge_version."""
-    from judge.export import export_rows, to_csv, to_jsonl
+    from judge.review.export import export_rows, to_csv, to_jsonl
 
     if fmt not in ("jsonl", "csv"):
         fail("--format must be jsonl or csv")
@@ -231,14 +211,14 @@ def export_cmd(
 
 @app.command()
 def replay(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Re-derive a run's verdicts from stored model outputs (no model calls) and report
     any difference. Exit code 1 when anything differs. Answers whose verdicts this code
     reproduces exactly are recorded, so reusing them under this code is not warned about."""
-    from judge.replay import replay_run
+    from judge.runs.replay import replay_run
 
     store = open_store(db, must_exist=True)
     run_id = run_id or store.latest_run_id()
@@ -276,19 +256,14 @@ def replay(
 
 
 @app.command()
-def versions(db: Path = DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
+def versions(db: Path = EXISTING_DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
     """List the judge versions seen in the store, with their config."""
     store = open_store(db, must_exist=True)
     rows = store.judge_versions()
     for row in rows:
         row["config"] = json.loads(row["config"])
         row["templates"] = json.loads(row["templates"])
-        row["runs"] = store.db.execute(
-            "select count(*) from runs where judge_version = ?", [row["id"]]
-        ).fetchone()[0]
-        row["verdicts"] = store.db.execute(
-            "select count(*) from verdicts where judge_version = ?", [row["id"]]
-        ).fetchone()[0]
+        row["runs"], row["verdicts"] = store.version_usage(row["id"])
     if as_json:
         print_json(rows)
         return
@@ -310,7 +285,7 @@ def versions(db: Path = DB_OPTION, as_json: bool = typer.Option(False, "--json")
 @prompts_app.command("check")
 def prompts_check() -> None:
     """Verify that no used prompt version was edited in place."""
-    from judge.prompts import verify_manifest
+    from judge.models.prompts import verify_manifest
 
     problems = verify_manifest()
     for problem in problems:
@@ -323,7 +298,7 @@ def prompts_check() -> None:
 @prompts_app.command("lock")
 def prompts_lock() -> None:
     """Add new template versions to prompts/manifest.json (existing entries never change)."""
-    from judge.prompts import lock_new_versions, verify_manifest
+    from judge.models.prompts import lock_new_versions, verify_manifest
 
     problems = [p for p in verify_manifest() if "not in manifest" not in p]
     if problems:

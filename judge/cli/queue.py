@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import DB_OPTION, console, fail, open_store, out, print_json
-from judge.queue import (
+from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, out, print_json
+from judge.review.queue import (
     CATEGORY_HELP,
     DEFAULT_DOUBLE_FRACTION,
     DEFAULT_MIN_SAMPLE,
@@ -19,7 +19,6 @@ from judge.queue import (
     DEFAULT_SAMPLE_RATE,
     DEFAULT_SEED,
     ORDERS,
-    STATES,
     STRATA,
     QueueError,
     QueueOptions,
@@ -32,7 +31,7 @@ from judge.queue import (
     queues,
     state_counts,
 )
-from judge.review import DEFAULT_GUIDELINE_VERSION, ReviewError
+from judge.review.reviews import DEFAULT_GUIDELINE_VERSION, STATES, ReviewError
 
 queue_app = typer.Typer(
     help="The review queue: what people should read, in which order, and what each item "
@@ -46,7 +45,7 @@ QUEUE_OPTION = typer.Option(None, "--queue", "-q", help="Queue id (default: the 
 
 @queue_app.command("build")
 def build(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     run: list[str] = typer.Option(
         None, "--run", help="Run id; repeat for several runs (default: the latest run)."
     ),
@@ -113,7 +112,7 @@ def print_summary(s: QueueSummary) -> None:
 
 @queue_app.command("list")
 def list_cmd(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     queue: str | None = QUEUE_OPTION,
     status: str | None = typer.Option(None, "--status", help=f"One of: {', '.join(STATES)}."),
     stratum: str | None = typer.Option(None, "--stratum", help=f"One of: {', '.join(STRATA)}."),
@@ -171,7 +170,7 @@ def list_cmd(
 
 @queue_app.command("export")
 def export_cmd(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     queue: str | None = QUEUE_OPTION,
     fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv."),
     reveal: bool = typer.Option(
@@ -183,15 +182,15 @@ def export_cmd(
     """Export the queue for labelling in another tool: claim_id, answer_id, claim, reasons,
     priority, stratum, stratum_size, sample_size, weight, the answer and its sources. Blind
     unless --reveal. CSV files get empty label, subtype and note columns to fill in."""
-    from judge.export import to_jsonl
-    from judge.queue_io import export_lines, to_csv
+    from judge.review.exchange import export_lines, queue_to_csv
+    from judge.review.export import to_jsonl
 
     if fmt not in ("jsonl", "csv"):
         fail("--format must be jsonl or csv")
     store = open_store(db, must_exist=True)
     try:
         lines = export_lines(store, queue, reveal=reveal, status=status)
-        chunks = to_jsonl(lines) if fmt == "jsonl" else to_csv(lines, reveal=reveal)
+        chunks = to_jsonl(lines) if fmt == "jsonl" else queue_to_csv(lines, reveal=reveal)
         if output is None:
             for chunk in chunks:
                 sys.stdout.write(chunk)
@@ -207,7 +206,7 @@ def export_cmd(
 def import_cmd(
     path: Path = typer.Argument(..., help="Labelled JSONL or CSV (e.g. an edited export)."),
     annotator: str = typer.Option(..., "--annotator", "-a", help="Who labelled: a person's id."),
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     queue: str | None = QUEUE_OPTION,
     fmt: str = typer.Option("auto", "--format", help="jsonl, csv or auto (by file suffix)."),
     guideline_version: str = typer.Option(
@@ -218,7 +217,7 @@ def import_cmd(
 ) -> None:
     """Import labels (label, subtype, note per item_id or claim_id) as the annotator's
     reviews. Every line is validated first; any error stores nothing (exit code 2)."""
-    from judge.queue_io import import_labels
+    from judge.review.exchange import import_labels
 
     if not path.exists():
         fail(f"file {path} does not exist")

@@ -11,16 +11,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import DB_OPTION, console, fail, open_store, out, print_json
-from judge.queue import QueueError, get_item, get_queue, queue_items
-from judge.review import (
+from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, out, print_json
+from judge.review.gold_export import GoldSummary, gold_lines
+from judge.review.queue import QueueError, get_item, get_queue, queue_items
+from judge.review.reviews import (
     DEFAULT_GUIDELINE_VERSION,
     REVIEW_SUBTYPES,
-    GoldSummary,
     ReviewError,
     adjudicate,
     current_reviews,
-    gold_lines,
     record_review,
     review_history,
 )
@@ -36,7 +35,7 @@ app.add_typer(review_app, name="review")
 app.add_typer(gold_app, name="gold")
 
 GUIDELINE_OPTION = typer.Option(
-    DEFAULT_GUIDELINE_VERSION, "--guideline-version", envvar="JUDGE_GUIDELINE_VERSION",
+    DEFAULT_GUIDELINE_VERSION, "--guideline-version", envvar="CLAIM_JUDGE_GUIDELINE_VERSION",
     help="The labelling guideline version the decision follows.",
 )
 LABEL_HELP = f"One of: {', '.join(LABELS)}."
@@ -60,7 +59,7 @@ def add(
     note: str | None = typer.Option(None, "--note", help="Optional note."),
     annotator: str = typer.Option(..., "--annotator", "-a", help="Who labelled: a person's id."),
     guideline_version: str = GUIDELINE_OPTION,
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
 ) -> None:
     """Record a person's label for one claim (a second call by the same person is a
     revision; the earlier label is kept)."""
@@ -79,15 +78,14 @@ def add(
 @review_app.command("history")
 def history(
     target: str = typer.Argument(..., help="Queue item id, claim id or answer:<answer id>."),
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Every review (revisions included) and adjudication of one claim."""
     store = open_store(db, must_exist=True)
     subject, _ = _subject(store, target)
     rows = review_history(store, subject)
-    decisions = list(store.db.query(
-        "select * from adjudications where subject = ? order by revision", [subject]))
+    decisions = store.adjudication_rows(subject)
     if as_json:
         print_json({"subject": subject, "reviews": rows, "adjudications": decisions})
         return
@@ -105,7 +103,7 @@ def history(
 
 @review_app.command("status")
 def status(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     queue: str | None = typer.Option(None, "--queue", "-q", help="Default: the latest queue."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -140,7 +138,7 @@ def adjudicate_cmd(
     reason: str = typer.Option(..., "--reason", "-r", help="Why this decision (required)."),
     adjudicator: str = typer.Option(..., "--adjudicator", "-a", help="Who decides: a person's id."),
     guideline_version: str = GUIDELINE_OPTION,
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
 ) -> None:
     """Decide a disagreement between two reviewers. Both original reviews are kept; the
     decision records who decided, the label and the reason."""
@@ -158,7 +156,7 @@ def adjudicate_cmd(
 
 @gold_app.command("export")
 def gold_export(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     queue: str | None = typer.Option(
         None, "--queue", "-q", help="Only this queue's items (default: every reviewed item)."
     ),

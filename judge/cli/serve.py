@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from judge.cli import app
-from judge.cli.common import DB_OPTION, console, fail
-from judge.review import DEFAULT_GUIDELINE_VERSION
+from judge.cli.common import EXISTING_DB_OPTION, console, fail
+from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 
 
 def _loopback(host: str) -> bool:
@@ -23,7 +23,7 @@ def _loopback(host: str) -> bool:
 
 @app.command()
 def serve(
-    db: Path = DB_OPTION,
+    db: Path = EXISTING_DB_OPTION,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default: loopback)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535),
     config: Path | None = typer.Option(
@@ -33,7 +33,7 @@ def serve(
     tokens_file: Path | None = typer.Option(
         None, "--tokens-file",
         help="File of 'token:name[:role]' lines (role: reviewer, adjudicator or admin; "
-        "default reviewer). $JUDGE_TOKENS takes the same entries, comma-separated.",
+        "default reviewer). $CLAIM_JUDGE_TOKENS takes the same entries, comma-separated.",
     ),
     reveal_judge: bool = typer.Option(
         False, "--reveal-judge",
@@ -41,7 +41,7 @@ def serve(
         "only; reviews are blind without it).",
     ),
     guideline_version: str = typer.Option(
-        DEFAULT_GUIDELINE_VERSION, "--guideline-version", envvar="JUDGE_GUIDELINE_VERSION",
+        DEFAULT_GUIDELINE_VERSION, "--guideline-version", envvar="CLAIM_JUDGE_GUIDELINE_VERSION",
         help="Recorded with every review and adjudication made through the service.",
     ),
     max_body_mb: float = typer.Option(8.0, "--max-body-mb", min=0.01, help="Request body limit."),
@@ -52,8 +52,8 @@ def serve(
 ) -> None:
     """Serve the JSON API (/v1, schema at /openapi.json) and the review page (/review).
 
-    Tokens come from $JUDGE_TOKENS and/or --tokens-file, e.g.
-    JUDGE_TOKENS="s3cret-token-1:alice,s3cret-token-2:bob:adjudicator,ops-token-xyz:ci:admin".
+    Tokens come from $CLAIM_JUDGE_TOKENS and/or --tokens-file, e.g.
+    CLAIM_JUDGE_TOKENS="s3cret-token-1:alice,s3cret-token-2:bob:adjudicator,ops-token-xyz:ci:admin".
     The token's name is recorded as annotator human:<name>.
     """
     import uvicorn
@@ -67,7 +67,7 @@ def serve(
     except SettingsError as exc:
         fail(str(exc))
     if not tokens:
-        fail("no API tokens configured: set JUDGE_TOKENS='token:name[:role],...' or use "
+        fail("no API tokens configured: set CLAIM_JUDGE_TOKENS='token:name[:role],...' or use "
              "--tokens-file; nothing can be read or written without one")
     if not _loopback(host):
         console.print(f"[yellow]warning:[/] binding to {host} exposes the service beyond this "

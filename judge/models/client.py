@@ -26,9 +26,10 @@ from typing import Any, TypeVar  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig, short_model_name  # noqa: E402
-from judge.prompts import RenderedPrompt  # noqa: E402
-from judge.records import content_hash  # noqa: E402
-from judge.store import Store, now  # noqa: E402
+from judge.hashing import content_hash
+from judge.models.prompts import RenderedPrompt
+from judge.store import Store
+from judge.store.base import now
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)

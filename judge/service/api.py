@@ -4,7 +4,6 @@ the server runs with ``reveal_judge``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
@@ -14,7 +13,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from judge.queue import (
+from judge.records import AnswerRecord
+from judge.review.gold_export import gold_lines
+from judge.review.queue import (
     DEFAULT_PRIORITY,
     STRATA,
     QueueError,
@@ -29,8 +30,7 @@ from judge.queue import (
     queues,
     state_counts,
 )
-from judge.records import AnswerRecord
-from judge.review import (
+from judge.review.reviews import (
     MAX_NOTE_CHARS,
     MAX_REASON_CHARS,
     MAX_TIME_SPENT_MS,
@@ -40,16 +40,15 @@ from judge.review import (
     adjudicate,
     check_label,
     current_reviews,
-    gold_lines,
     record_review,
     review_history,
 )
-from judge.runner import build_pipeline, persist
 from judge.service.auth import require_role
 from judge.service.settings import Identity, ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import item_view
-from judge.store import Store, StoreError, record_sha
+from judge.store import Store
+from judge.store.base import StoreError
 from judge.verdicts import LABELS
 
 router = APIRouter(prefix="/v1")
@@ -143,34 +142,20 @@ class QueueIn(Strict):
 
 
 def _judge_one(settings: ServiceSettings, store: Store, record: AnswerRecord) -> dict[str, Any]:
-    conflict = store.answer_conflict(record)
-    if conflict:
-        raise HTTPException(409, conflict)
-    pipeline = build_pipeline(settings.judge_config, store)
-    version = pipeline.judge_version
-    if not store.answer_done(version, record.answer_id):
-        run_id, _ = store.start_run(version, "api:judge", record_sha(record), purpose="api")
-        try:
-            result = asyncio.run(pipeline.judge(record, run_id))
-            persist(store, run_id, 1, version, result)
-        except Exception as exc:
-            store.finish_run(run_id, {"error": f"{type(exc).__name__}"}, status="failed")
-            raise
-        store.finish_run(run_id, {"answers": 1})
-    return _answer_verdicts(store, record.answer_id, version)
+    from judge.api import RecordsError, judge_answers
+
+    try:
+        results = judge_answers([record], config=settings.judge_config, db=store, purpose="api")
+    except RecordsError as exc:
+        raise HTTPException(409, exc.problems[0].reason) from exc
+    return _answer_verdicts(store, record.answer_id, results.summary.judge_version)
 
 
 def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[str, Any]:
     answer = store.answer(answer_id)
     if answer is None:
         raise HTTPException(404, f"no answer {answer_id!r}")
-    refused = next(
-        store.db.query(
-            "select refused_reason from run_answers where answer_id = ? and status = 'refused' "
-            "limit 1", [answer_id],
-        ),
-        None,
-    )
+    refused = store.refused_reason(answer_id)
     rows = list(store.verdict_rows(answer_id=answer_id, judge_version=version))
     keep = (
         "claim_id", "claim", "citations", "label", "subtype", "evidence", "rationale", "checks",
@@ -179,7 +164,7 @@ def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[
     )
     return {
         "answer_id": answer_id,
-        "refused": refused["refused_reason"] if refused else None,
+        "refused": refused,
         "verdicts": [{k: row[k] for k in keep} for row in rows],
     }
 
@@ -216,9 +201,7 @@ def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, A
         run = store.run(run_id)
     except StoreError as exc:
         raise HTTPException(404, f"no run {run_id!r}") from exc
-    done = store.db.execute(
-        "select count(*) from run_answers where run_id = ?", [run_id]
-    ).fetchone()[0]
+    done = store.run_answer_count(run_id)
     jobs = request.app.state.jobs
     return {
         "run_id": run_id, "status": run["status"], "judge_version": run["judge_version"],
@@ -330,13 +313,7 @@ def submit_review(body: ReviewIn, request: Request, user: User, store: Db) -> di
         if body.item_id is not None:
             item = get_item(store, body.item_id)
         else:
-            item = next(
-                store.db.query(
-                    "select * from queue_items where claim_id = ? order by rowid desc limit 1",
-                    [body.claim_id],
-                ),
-                None,
-            )
+            item = store.latest_queue_item_of_claim(body.claim_id)
             if item is None:
                 raise QueueError(f"claim {body.claim_id!r} is in no review queue")
     except QueueError as exc:

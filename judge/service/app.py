@@ -22,8 +22,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import judge
-from judge.config import JudgeConfig
-from judge.review import DEFAULT_GUIDELINE_VERSION
+from judge.config import JudgeConfig, load_config
+from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 from judge.service import api, pages
 from judge.service.auth import Authenticator, LoginRequired
 from judge.service.jobs import BatchJobs
@@ -164,23 +164,22 @@ def create_app(
     guideline_version: str = DEFAULT_GUIDELINE_VERSION,
     max_body_bytes: int = 8 * 1024 * 1024,
     max_batch_bytes: int = 128 * 1024 * 1024,
-    upload_dir: Path | None = None,
     cookie_secure: bool = False,
 ) -> FastAPI:
     """The service. ``tokens``: ``{token: Identity}``, a ``"token:name[:role],..."`` string,
-    or None for ``$JUDGE_TOKENS``. Without any token nothing can be read or written."""
+    or None for ``$CLAIM_JUDGE_TOKENS``. Without any token nothing can be read or written."""
     if tokens is None:
         tokens = load_tokens()
     elif isinstance(tokens, str):
         tokens = parse_tokens(tokens)
     settings = ServiceSettings(
-        db_path=Path(db_path), tokens=tokens, judge_config=judge_config or JudgeConfig.load(),
+        db_path=Path(db_path), tokens=tokens, judge_config=judge_config or load_config(),
         reveal_judge=reveal_judge, guideline_version=guideline_version,
         max_body_bytes=max_body_bytes, max_batch_bytes=max_batch_bytes,
-        upload_dir=upload_dir, cookie_secure=cookie_secure,
+        cookie_secure=cookie_secure,
     )
     Store.open(settings.db_path).close()  # create the file and apply migrations up front
-    jobs = BatchJobs(settings.db_path, settings.judge_config, settings.uploads)
+    jobs = BatchJobs(settings.db_path, settings.judge_config)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

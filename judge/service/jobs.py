@@ -1,10 +1,10 @@
-"""Batches submitted over HTTP: the JSONL body is saved, a run is started (so its id can be
-returned at once) and :func:`judge.runner.run_batch` finishes it in a worker thread with its
-own store connection. The run is resumable like any CLI run."""
+"""Batches submitted over HTTP: a run is started at once (so its id can be returned) and
+:func:`judge.api.judge_file` finishes it in a worker thread with its own store connection,
+from the request body held in memory (nothing is written to disk but the store). The run is
+resumable like any CLI run: submitting the same body again resumes it."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import threading
@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import JudgeConfig
-from judge.runner import build_pipeline, run_batch
+from judge.runs.batch import build_pipeline
 from judge.store import Store
 
 log = logging.getLogger("judge.service")
 
 
 class BatchJobs:
-    def __init__(self, db_path: Path, config: JudgeConfig, upload_dir: Path) -> None:
+    def __init__(self, db_path: Path, config: JudgeConfig) -> None:
         self.db_path = db_path
         self.config = config
-        self.upload_dir = upload_dir
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-batch")
         self._futures: dict[str, Future[None]] = {}
         self._errors: dict[str, str] = {}
@@ -31,29 +30,25 @@ class BatchJobs:
 
     def submit(self, body: bytes) -> dict[str, Any]:
         digest = hashlib.sha256(body).hexdigest()
-        self.upload_dir.mkdir(parents=True, exist_ok=True)
-        path = self.upload_dir / f"{digest}.jsonl"
-        if not path.exists():
-            tmp = path.with_suffix(".part")
-            tmp.write_bytes(body)
-            tmp.replace(path)
         store = Store.open(self.db_path)
         try:
             version = build_pipeline(self.config, store).judge_version
-            run_id, resumed = store.start_run(version, str(path), digest, purpose="api")
+            run_id, resumed = store.start_run(version, "stream", digest, purpose="api")
         finally:
             store.close()
         with self._lock:
             active = self._futures.get(run_id)
             if active is None or active.done():
-                self._futures[run_id] = self._pool.submit(self._run, run_id, path)
+                self._futures[run_id] = self._pool.submit(self._run, run_id, body)
         return {"run_id": run_id, "judge_version": version, "resumed": resumed}
 
-    def _run(self, run_id: str, path: Path) -> None:
+    def _run(self, run_id: str, body: bytes) -> None:
+        from judge.api import judge_file
+
         store = Store.open(self.db_path)
         try:
-            # run_batch resumes the 'running' run of the same input and judge version: this one.
-            asyncio.run(run_batch(path, store, self.config, purpose="api"))
+            # judge_file resumes the 'running' run of the same input and judge version: this one
+            judge_file(body, config=self.config, db=store, purpose="api")
         except Exception as exc:  # recorded on the run; never raised into the server
             log.exception("batch %s failed", run_id)
             self._errors[run_id] = f"{type(exc).__name__}: {exc}"

@@ -15,8 +15,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from judge.queue import QueueError, get_queue, needs_review, queue_items
-from judge.review import (
+from judge.review.queue import QueueError, get_queue, needs_review, queue_items
+from judge.review.reviews import (
     REVIEW_SUBTYPES,
     ReviewError,
     adjudicate,

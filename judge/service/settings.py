@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.config import JudgeConfig
-from judge.review import DEFAULT_GUIDELINE_VERSION
+from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 
 #: Roles, weakest first. A reviewer labels blind; an adjudicator also decides disagreements
 #: and reads gold; an admin also judges answers, submits batches, builds queues and reads the
 #: judge's verdicts.
 ROLES = ("reviewer", "adjudicator", "admin")
-TOKENS_ENV = "JUDGE_TOKENS"
+TOKENS_ENV = "CLAIM_JUDGE_TOKENS"
 _IDENTITY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 MIN_TOKEN_CHARS = 8
 
@@ -67,7 +67,7 @@ def parse_tokens(spec: str) -> dict[str, Identity]:
 
 
 def load_tokens(tokens_file: Path | None = None, env: dict[str, str] | None = None) -> dict:
-    """Tokens from a file (same syntax, one per line) and/or ``$JUDGE_TOKENS``."""
+    """Tokens from a file (same syntax, one per line) and/or ``$CLAIM_JUDGE_TOKENS``."""
     env = os.environ if env is None else env
     tokens: dict[str, Identity] = {}
     if tokens_file is not None:
@@ -89,10 +89,5 @@ class ServiceSettings:
     guideline_version: str = DEFAULT_GUIDELINE_VERSION
     max_body_bytes: int = 8 * 1024 * 1024
     max_batch_bytes: int = 128 * 1024 * 1024
-    upload_dir: Path | None = None
     session_hours: float = 12.0
     cookie_secure: bool = False
-
-    @property
-    def uploads(self) -> Path:
-        return self.upload_dir or self.db_path.with_name(self.db_path.name + ".uploads")

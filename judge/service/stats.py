@@ -7,8 +7,8 @@ from collections import Counter, defaultdict
 from statistics import median
 from typing import Any
 
-from judge.queue import get_queue, queue_items, state_counts
-from judge.review import current_reviews
+from judge.review.queue import get_queue, queue_items, state_counts
+from judge.review.reviews import current_reviews
 from judge.store import Store
 from judge.verdicts import LABELS
 

@@ -1,0 +1,374 @@
+"""The public Python API: judge answers, calibrate a judge against human gold, compare judge
+versions. The CLI and the HTTP service are callers of these functions.
+
+    import judge
+
+    results = judge.judge_answers([{"answer": "...", "sources": [{"id": "S1", "text": "..."}]}])
+    for answer in results:
+        for verdict in answer.verdicts:
+            print(verdict.claim, verdict.label, verdict.review_reasons)
+
+Every function takes ``config`` (a path to a TOML file, a :class:`JudgeConfig`, or None: then
+``$CLAIM_JUDGE_CONFIG``, else ``./judge.toml`` when present, else the default) and ``db`` (a
+path to the SQLite store, an open :class:`~judge.store.Store`, or None: an in-memory store
+that lives as long as the call). See ``docs/python-api.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+from pydantic import BaseModel, Field
+
+from judge.config import JudgeConfig, load_config
+from judge.evaluation.calibrate import CalibrationOutcome
+from judge.evaluation.calibrate import calibrate as calibrate_outcome
+from judge.evaluation.drift import DriftResult, build_drift, missing_answers, version_config
+from judge.evaluation.gold import GoldFile, load_gold
+from judge.evaluation.matching import StoreIndex, gold_to_records
+from judge.evaluation.reports import CalibrationResult, eval_cost
+from judge.hashing import content_hash
+from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
+from judge.records.jsonl import validate_record, without_duplicates
+from judge.runs.batch import BatchInput, Progress, run_batch
+from judge.runs.summary import RunSummary
+from judge.store import Store
+from judge.verdicts import AnswerStatus, Verdict
+
+__all__ = [
+    "AnswerResult", "CalibrationResult", "DriftResult", "JudgeResults", "RecordsError",
+    "calibrate", "drift", "eval_gold", "judge_answers", "judge_file", "load_config",
+]
+
+OnError = Literal["raise", "skip"]
+
+
+class RecordProblem(BaseModel):
+    """One bad input record: its position (0-based index in ``records``, or 1-based line of a
+    file) and why it was rejected."""
+
+    index: int
+    reason: str
+
+
+class RecordsError(ValueError):
+    """Some input records are invalid; ``problems`` lists every one (nothing was judged)."""
+
+    def __init__(self, problems: list[RecordProblem], what: str = "record") -> None:
+        self.problems = problems
+        shown = [f"{what} {p.index}: {p.reason}" for p in problems[:20]]
+        more = [f"... and {len(problems) - 20} more"] if len(problems) > 20 else []
+        super().__init__(
+            f"{len(problems)} invalid {what}(s); nothing was judged "
+            "(pass on_error='skip' to judge the rest):\n" + "\n".join(shown + more))
+
+
+class AnswerResult(BaseModel):
+    """One input answer: ``judged`` (with a verdict per claim), ``refused`` (the judge model
+    would grade its own family's answer) or ``rejected`` (invalid input; ``error`` says why)."""
+
+    answer_id: str | None
+    status: Literal["judged", "refused", "rejected"]
+    answer_status: AnswerStatus | None = None
+    refused_reason: str | None = None
+    error: str | None = None
+    judge_version: str | None = None
+    verdicts: list[Verdict] = Field(default_factory=list)
+
+    @property
+    def flagged(self) -> list[Verdict]:
+        """The verdicts a person should look at."""
+        return [v for v in self.verdicts if v.review]
+
+
+class JudgeResults(list[AnswerResult]):
+    """One :class:`AnswerResult` per input answer, in input order; ``summary`` tells what the
+    run did (calls, tokens, labels, flags) and ``db`` where it is stored."""
+
+    def __init__(self, results: Iterable[AnswerResult], summary: RunSummary,
+                 db: Path | None) -> None:
+        super().__init__(results)
+        self.summary = summary
+        self.db = db
+
+
+# -- config and store ---------------------------------------------------------------------------
+
+
+def _config(config: str | Path | JudgeConfig | None, **overrides: Any) -> JudgeConfig:
+    if isinstance(config, JudgeConfig):
+        return config.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    return load_config(config, **overrides)
+
+
+@contextmanager
+def _store(db: str | Path | Store | None) -> Iterator[Store]:
+    if isinstance(db, Store):
+        yield db
+        return
+    store = Store.open(":memory:" if db is None else db)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _run(coro: Any) -> Any:
+    """Run a coroutine; inside a running event loop (a notebook, an async app), on a worker
+    thread with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+# -- judging ------------------------------------------------------------------------------------
+
+
+def judge_answers(
+    records: Iterable[dict[str, Any] | AnswerRecord],
+    *,
+    config: str | Path | JudgeConfig | None = None,
+    db: str | Path | Store | None = None,
+    concurrency: int | None = None,
+    on_error: OnError = "raise",
+    progress: Progress | None = None,
+    purpose: str = "run",
+) -> JudgeResults:
+    """Judge answer records (dicts in the JSONL schema, or :class:`AnswerRecord` s).
+
+    Returns one :class:`AnswerResult` per record, in input order. Invalid records (and
+    answer ids already stored with different content) raise one :class:`RecordsError` listing
+    every one of them, before anything is judged; with ``on_error="skip"`` they become
+    ``rejected`` results and the rest is judged. Answers already judged by the same judge
+    version in ``db`` are taken from it (zero model calls); an interrupted call resumes.
+    ``progress(done, total)`` is called as answers finish."""
+    raw = list(records)
+    items = list(without_duplicates(
+        (validate_record(r, i) for i, r in enumerate(raw)), what="record"))
+    name = "records"
+    sha = content_hash([_identity(r) for r in raw])
+    return _judge(BatchInput(items, name, sha), "record", config, db, concurrency, on_error,
+                  progress, purpose)
+
+
+def judge_file(
+    path: str | Path | BinaryIO | bytes,
+    *,
+    config: str | Path | JudgeConfig | None = None,
+    db: str | Path | Store | None = None,
+    concurrency: int | None = None,
+    on_error: OnError = "skip",
+    progress: Progress | None = None,
+    purpose: str = "run",
+) -> JudgeResults:
+    """Judge a JSONL batch (a path, bytes, or a binary stream such as a pipe: read once).
+
+    Like :func:`judge_answers`, but a bad line is by default reported (in the results and in
+    ``summary.rejected_lines``, with its line number and reason) and the rest is judged."""
+    batch = read_jsonl(path)
+    name = str(path) if isinstance(path, str | Path) else "stream"
+    return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db, concurrency,
+                  on_error, progress, purpose)
+
+
+def _identity(record: Any) -> Any:
+    if isinstance(record, AnswerRecord):
+        return record.model_dump(mode="json", by_alias=True)
+    return record if isinstance(record, dict) else repr(record)
+
+
+def _judge(
+    batch: BatchInput,
+    what: str,
+    config: str | Path | JudgeConfig | None,
+    db: str | Path | Store | None,
+    concurrency: int | None,
+    on_error: OnError,
+    progress: Progress | None,
+    purpose: str,
+) -> JudgeResults:
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    cfg = _config(config, concurrency=concurrency)
+    with _store(db) as store:
+        if on_error == "raise":
+            problems = [RecordProblem(index=i.line, reason=i.error)
+                        for i in batch.items if isinstance(i, RejectedLine)]
+            problems += [RecordProblem(index=i.line, reason=conflict)
+                         for i in batch.items if isinstance(i, AcceptedLine)
+                         and (conflict := store.answer_conflict(i.record))]
+            if problems:
+                raise RecordsError(sorted(problems, key=lambda p: p.index), what)
+        if what == "record":  # stored line numbers are 1-based positions
+            items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
+            batch = BatchInput(items, batch.name, batch.sha256)
+        summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose))
+        results = _results(store, summary, batch.items, what)
+        return JudgeResults(results, summary, store.path)
+
+
+def _shift(item: AcceptedLine | RejectedLine) -> AcceptedLine | RejectedLine:
+    if isinstance(item, AcceptedLine):
+        return AcceptedLine(item.line + 1, item.record)
+    return RejectedLine(item.line + 1, item.error)
+
+
+def _results(
+    store: Store, summary: RunSummary, items: Sequence[AcceptedLine | RejectedLine], what: str
+) -> list[AnswerResult]:
+    """Results in input order, read back from the store (one source of truth for answers
+    judged now and answers taken from the store)."""
+    offset = 1 if what == "record" else 0
+    rejected = {r["line"]: r["error"] for r in store.rejected_lines(summary.run_id)}
+    covered = {r["answer_id"]: r for r in store.run_answer_rows(summary.run_id)}
+    out = []
+    for item in items:
+        if isinstance(item, RejectedLine) or item.line in rejected:
+            error = item.error if isinstance(item, RejectedLine) else rejected[item.line]
+            answer_id = item.record.answer_id if isinstance(item, AcceptedLine) else None
+            out.append(AnswerResult(answer_id=answer_id, status="rejected",
+                                    error=f"{what} {item.line - offset}: {error}"))
+            continue
+        answer_id = item.record.answer_id
+        row = covered.get(answer_id)
+        if row is None:  # not judged (cannot happen once the run finished)
+            out.append(AnswerResult(answer_id=answer_id, status="rejected",
+                                    error="not judged"))
+            continue
+        out.append(AnswerResult(
+            answer_id=answer_id, status=row["status"], answer_status=row["answer_status"],
+            refused_reason=row["refused_reason"], judge_version=summary.judge_version,
+            verdicts=store.verdicts(answer_id, summary.judge_version),
+        ))
+    return out
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+
+
+def _gold(gold: str | Path | GoldFile) -> GoldFile:
+    return gold if isinstance(gold, GoldFile) else load_gold(Path(gold))
+
+
+def calibrate(
+    gold: str | Path | GoldFile,
+    *,
+    db: str | Path | Store,
+    judge_version: str | None = None,
+) -> CalibrationResult:
+    """Calibrate a judge version (default: the one version that judged the gold claims)
+    against human gold: confusion matrix, the direction of error (lenient / strict rates) with
+    intervals, the review queue's recall and load, the validity gate. Refuses gold labelled by
+    a model and answers generated by the judge's own model family (no override)."""
+    gold_file = _gold(gold)
+    with _store(db) as store:
+        outcome = calibrate_outcome(store, gold_file, judge_version)
+        return CalibrationResult(outcome)
+
+
+def eval_gold(
+    gold: str | Path | GoldFile,
+    *,
+    config: str | Path | JudgeConfig | None = None,
+    db: str | Path | Store | None = None,
+    concurrency: int | None = None,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """Judge the claims of a gold file (each as a given claim with its sources; resumable,
+    stored calls reused), then calibrate that judge version against the gold labels. The
+    result carries the run summary and what the judging cost."""
+    gold_file = _gold(gold)
+    entries = gold_file.entries[:limit] if limit else gold_file.entries
+    conv = gold_to_records(entries)
+    if conv.problems:
+        raise RecordsError([RecordProblem(index=0, reason=p) for p in conv.problems],
+                           "gold item")
+    with _store(db) as store:
+        results = judge_answers(conv.records, config=config, db=store, concurrency=concurrency,
+                                progress=progress, purpose="eval")
+        summary = results.summary
+        index = StoreIndex(store, [summary.judge_version])
+        outcome: CalibrationOutcome = calibrate_outcome(
+            store, gold_file, summary.judge_version, entries=entries, refs=conv.refs,
+            index=index)
+        extra = {"run": summary.as_dict(), "cost": eval_cost(store, outcome.rows),
+                 "cpus": os.cpu_count(), "limit": limit}
+        return CalibrationResult(outcome, extra=extra, summary=summary)
+
+
+def drift(
+    version_a: str,
+    version_b: str,
+    *,
+    db: str | Path | Store,
+    gold: str | Path | GoldFile | None = None,
+    records: Iterable[dict[str, Any] | AnswerRecord] | str | Path | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> DriftResult:
+    """Compare two judge versions (ids or unique prefixes) on the same claims: flip table,
+    agreement and κ, McNemar / Stuart–Maxwell / Bowker, flipped claims with both rationales;
+    with ``gold``, each version against the gold labels and flips toward / away from gold.
+
+    ``records`` (answer records, or a JSONL path) and the gold claims are judged first by
+    whichever version has not judged them yet (re-running a stored version's config), so the
+    report covers them; ``progress(version, done, total)`` follows that judging."""
+    from judge.evaluation import EvaluationError
+    from judge.evaluation.calibrate import resolve_version
+
+    gold_file = _gold(gold) if gold is not None else None
+    with _store(db) as store:
+        a, b = resolve_version(store, version_a), resolve_version(store, version_b)
+        if a == b:
+            raise EvaluationError("the two judge versions are the same")
+        inputs: list[list[dict[str, Any] | AnswerRecord]] = []
+        answer_ids: set[str] | None = None
+        if records is not None:
+            if isinstance(records, str | Path):
+                batch = read_jsonl(records)
+                given: list[dict[str, Any] | AnswerRecord] = [
+                    i.record for i in batch.items if isinstance(i, AcceptedLine)]
+            else:
+                given = list(records)
+            inputs.append(given)
+            answer_ids = {_answer_id(r) for r in given}
+        refs = None
+        if gold_file is not None:
+            conv = gold_to_records(gold_file.entries)
+            if conv.problems:
+                raise RecordsError([RecordProblem(index=0, reason=p) for p in conv.problems],
+                                   "gold item")
+            refs = conv.refs
+            inputs.append(list(conv.records))
+        for group in inputs:
+            ids = [_answer_id(r) for r in group]
+            for version in (a, b):
+                todo = set(missing_answers(store, version, ids))
+                if not todo:
+                    continue
+                cfg = version_config(store, version)
+                pending = [r for r in group if _answer_id(r) in todo]
+                step = ((lambda done, total, v=version: progress(v, done, total))
+                        if progress else None)
+                results = judge_answers(pending, config=cfg, db=store, progress=step,
+                                        purpose="drift", on_error="skip")
+                if results.summary.judge_version != version:
+                    raise EvaluationError(
+                        f"re-running {version} produced version {results.summary.judge_version}")
+        return build_drift(store, a, b, gold=gold_file, refs=refs, answer_ids=answer_ids)
+
+
+def _answer_id(record: dict[str, Any] | AnswerRecord) -> str:
+    if isinstance(record, AnswerRecord):
+        return record.answer_id
+    return AnswerRecord.model_validate(record).answer_id

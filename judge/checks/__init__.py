@@ -1,0 +1,10 @@
+"""Deterministic checks: what can be verified without a model (design principle 5).
+
+- :mod:`judge.checks.jsonpath`: JSON-path parsing and resolving;
+- :mod:`judge.checks.quantities`: the quantity scanner (numbers, dates, versions, ...);
+- :mod:`judge.checks.claims`: the checks of one claim (citations, quotes, numbers, JSON paths);
+- :mod:`judge.checks.strength`: evidence strength computed by the program.
+
+May import :mod:`judge.text`, :mod:`judge.records`, :mod:`judge.verdicts` and
+:mod:`judge.split.citations` (answer-text markers); nothing that calls a model.
+"""

@@ -1,0 +1,245 @@
+"""The judge config and the ``judge_version`` id derived from it.
+
+A judge version is the identity of everything that determines a verdict: the exact
+model id, the prompt templates (name, version, content hash), the sampling parameters
+and the output schema version. Change any of them and the version id changes.
+Operational settings (concurrency, timeouts, retries) do not change a verdict and are
+left out of the hash.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge.config.score_model import ScoreModel
+from judge.hashing import content_hash
+from judge.verdicts import LABELS
+
+#: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
+DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+#: The prompts a config may pin, and the strategy that asks each (``split_claims``: all).
+PROMPTS: dict[str, str] = {
+    "split_claims": "all",
+    "verify_claims": "batch",
+    "label_claim": "per_claim",
+    "choose_label": "scores",
+}
+
+#: Version of the structured output schemas (judge.schemas). Bump on any schema change.
+SCHEMA_VERSION = "1"
+
+
+#: Settings the embedded default model runs with unless a config says otherwise (issue 5),
+#: from ``judge/profiles/embedded.toml``: the program locates evidence, the model answers one
+#: multiple-choice question per claim, and a linear rule fitted on the tuning split only
+#: (gold/fit_linear.py) decides from the option letters' log-probabilities and the program's
+#: evidence features (judge.linear); doubtful "supported" verdicts go to review, and
+#: abstention statements ("the sources do not say …") are checked by the program
+#: (judge.abstention). What was tried and not adopted is in README and gold/reports. The
+#: library defaults (batch, no signals) suit strong models, whose paraphrases a
+#: lexical-overlap rule would punish.
+EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
+    (Path(__file__).parent / "profiles" / "embedded.toml").read_text(encoding="utf-8")
+)["judge"]
+
+
+class JudgeConfig(BaseModel):
+    """What a user pins and commits (``judge.toml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int = 0
+    max_tokens: int = Field(default=1024, ge=16, le=32768)
+    prompts: dict[str, str] = Field(
+        default_factory=lambda: {"split_claims": "v1", "verify_claims": "v1"}
+    )
+    schema_version: str = SCHEMA_VERSION
+    #: "batch": the model labels several claims per call against whole sources and quotes
+    #: evidence. "per_claim": the program locates excerpts, the model gives one label per
+    #: claim, the program derives subtype and evidence (made for small local models).
+    #: "scores": like per_claim, but the model answers a multiple-choice question with one
+    #: letter and the program decides from the letters' log-probabilities plus
+    #: ``label_bias`` (see judge.scores; needs a provider that reports top_logprobs).
+    strategy: Literal["batch", "per_claim", "scores"] = "batch"
+    #: Deterministic signals may override the model's label (see judge.signals); the
+    #: thresholds below were chosen on the tuning split only (gold/README.md).
+    signals: bool = False
+    support_overlap_min: float = Field(default=0.5, ge=0.0, le=1.0)
+    opinion_overlap_max: float = Field(default=0.3, ge=0.0, le=1.0)
+    numbers_overlap_min: float = Field(default=0.4, ge=0.0, le=1.0)
+    contradiction_overlap_min: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: Abstention statements ("the sources do not say …") are checked by the program:
+    #: silent sources → supported, a source sentence covering the topic → contradicted
+    #: (judge.abstention).
+    abstention_check: bool = False
+    abstention_covered_min: float = Field(default=0.6, ge=0.0, le=1.0)
+    abstention_silent_max: float = Field(default=0.3, ge=0.0, le=1.0)
+    #: Queue policy: a "supported" verdict whose program-computed strength is below this
+    #: goes to review as ``weak_evidence``.
+    review_strength_below: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: "scores" strategy: added to each label's log-probability before the argmax
+    #: (fitted on the tuning split; gold/tune_scores.py).
+    label_bias: dict[str, float] = Field(default_factory=dict)
+    #: Queue policy ("scores"): a "supported" verdict whose adjusted probability of
+    #: "supported" is below this goes to review as ``doubtful_support``.
+    review_support_below: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: "scores": a linear rule over the option log-probabilities and the program's evidence
+    #: features (judge.linear), fitted by gold/fit_linear.py; replaces ``label_bias`` and
+    #: the signal overrides (the signals become its features).
+    score_model: ScoreModel | None = None
+    verify_batch_size: int = Field(default=4, ge=1, le=50)
+    max_claims_per_answer: int = Field(default=40, ge=1, le=500)
+    # Operational: not part of the judge version.
+    timeout_s: float = Field(default=300.0, gt=0)
+    retries: int = Field(default=2, ge=0, le=10)
+    concurrency: int = Field(default=1, ge=1, le=64)
+
+    #: fields that change a verdict, hence the judge version
+    VERSIONED: ClassVar[tuple[str, ...]] = (
+        "model",
+        "temperature",
+        "seed",
+        "max_tokens",
+        "prompts",
+        "schema_version",
+        "strategy",
+        "signals",
+        "support_overlap_min",
+        "opinion_overlap_max",
+        "numbers_overlap_min",
+        "contradiction_overlap_min",
+        "abstention_check",
+        "abstention_covered_min",
+        "abstention_silent_max",
+        "review_strength_below",
+        "label_bias",
+        "review_support_below",
+        "score_model",
+        "verify_batch_size",
+        "max_claims_per_answer",
+    )
+    #: Fields added after the first judge versions were published, with the value that
+    #: reproduces the behaviour from before they existed. At that value a field is left out
+    #: of the hash, so adding a field never renames the versions that do not use it (their
+    #: stored runs stay replayable under the same id). Never change an entry.
+    NEUTRAL: ClassVar[dict[str, Any]] = {
+        "label_bias": {},
+        "review_support_below": 0.0,
+        "contradiction_overlap_min": 0.0,
+        "abstention_check": False,
+        "abstention_covered_min": 0.6,
+        "abstention_silent_max": 0.3,
+        "score_model": None,
+    }
+    #: Settings that never change a verdict (left out of the judge version).
+    OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompt_versions(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(PROMPTS))
+        if unknown:
+            raise ValueError(f"prompts names unknown prompts {unknown}; known: {list(PROMPTS)}")
+        for name, version in value.items():
+            if not re.fullmatch(r"v\d+", version):
+                raise ValueError(f"prompt {name!r}: version {version!r} is not like 'v2'")
+        return value
+
+    @field_validator("label_bias")
+    @classmethod
+    def _bias_labels(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(LABELS))
+        if unknown:
+            raise ValueError(f"label_bias names unknown labels {unknown}; known: {LABELS}")
+        if any(not math.isfinite(v) for v in value.values()):
+            raise ValueError("label_bias values must be finite numbers")
+        return dict(sorted(value.items()))
+
+    @model_validator(mode="after")
+    def _abstention_thresholds(self) -> JudgeConfig:
+        if self.abstention_silent_max >= self.abstention_covered_min:
+            raise ValueError(
+                f"abstention_silent_max ({self.abstention_silent_max}) must be below "
+                f"abstention_covered_min ({self.abstention_covered_min})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _scores_only_settings(self) -> JudgeConfig:
+        if self.strategy != "scores" and self.score_model is not None:
+            raise ValueError(
+                f"score_model decides from option scores: it needs strategy 'scores', "
+                f"not {self.strategy!r}"
+            )
+        return self
+
+    @classmethod
+    def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:
+        """Read a TOML config (``[judge]`` table or top level) and apply CLI overrides."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            try:
+                raw = tomllib.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError as exc:
+                raise ValueError(f"config file not found: {path}") from exc
+            except tomllib.TOMLDecodeError as exc:
+                raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
+            data = dict(raw.get("judge", raw))
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
+            data = {**EMBEDDED_PROFILE, **data}
+        return cls.model_validate(data)
+
+    def versioned_fields(self) -> dict[str, Any]:
+        fields = {
+            name: value.model_dump() if isinstance(value, BaseModel) else value
+            for name, value in ((n, getattr(self, n)) for n in self.VERSIONED)
+        }
+        return {
+            name: value
+            for name, value in fields.items()
+            if name not in self.NEUTRAL or value != self.NEUTRAL[name]
+        }
+
+
+def short_model_name(model: str) -> str:
+    """``embedded/qwen2.5-coder-1.5b-instruct-q4_k_m`` -> ``qwen2.5-coder-1.5b-instruct-q4_k_m``."""
+    name = model.rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
+
+
+def judge_version(config: JudgeConfig, template_hashes: dict[str, str]) -> str:
+    """``<model>@<12 hex>``: readable name + short hash over model, parameters,
+    template contents (by name/version/hash) and schema version."""
+    ident = {
+        "config": config.versioned_fields(),
+        "templates": dict(sorted(template_hashes.items())),
+    }
+    return f"{short_model_name(config.model)}@{content_hash(ident)[:12]}"
+
+
+#: The config file read when none is named (in the working directory).
+CONFIG_FILE = "judge.toml"
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> JudgeConfig:
+    """The judge config: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else ``./judge.toml`` when it
+    exists, else the default (the embedded model with its fitted profile). ``overrides``
+    (None values ignored) replace settings, as the CLI's ``--model`` / ``--concurrency``."""
+    if path is None:
+        env = os.environ.get("CLAIM_JUDGE_CONFIG")
+        if env:
+            path = env
+        elif Path(CONFIG_FILE).is_file():
+            path = CONFIG_FILE
+    return JudgeConfig.load(Path(path) if path is not None else None, **overrides)

@@ -1,0 +1,69 @@
+"""Deciding labels: one module per strategy, each turning an answer's claims into
+:class:`Decision` s (a model judgement or an error, the calls made, the evidence the program
+located, the support probability when the strategy computes one).
+
+- :mod:`judge.decide.batch`: the model labels several claims per call against whole sources;
+- :mod:`judge.decide.per_claim`: the program locates excerpts, the model labels one claim;
+- :mod:`judge.decide.scores`: the model answers a multiple-choice question with one letter and
+  the program decides from the letters' log-probabilities (:mod:`judge.decide.linear`: the
+  linear rule over them and the program's features).
+
+Helpers: :mod:`~judge.decide.excerpts` (evidence located by the program),
+:mod:`~judge.decide.signals` (deterministic overrides), :mod:`~judge.decide.abstention`
+(whether the sources really are silent). May import records, verdicts, checks, split,
+config and models; never the store, review or evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from judge.models.schemas import ClaimJudgement
+from judge.verdicts import Claim, Evidence
+
+if TYPE_CHECKING:
+    from judge.config import JudgeConfig
+    from judge.models.client import ModelClient
+    from judge.records import AnswerRecord
+
+
+@dataclass
+class Decision:
+    """What a strategy decided about one claim. ``judgement`` is None exactly when ``error``
+    says why no label could be had (the verdict becomes a ``judge_error``)."""
+
+    claim: Claim
+    judgement: ClaimJudgement | None
+    error: str | None = None
+    call_ids: list[str] = field(default_factory=list)
+    #: evidence the program located (found by construction); None: the model quoted it
+    located: list[Evidence] | None = None
+    #: P(supported), for strategies that compute one
+    support: float | None = None
+
+
+class Strategy(Protocol):
+    async def decide(
+        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
+    ) -> list[Decision]: ...
+
+
+#: The prompt each strategy asks (besides ``split_claims``).
+VERIFY_PROMPT = {"batch": "verify_claims", "per_claim": "label_claim", "scores": "choose_label"}
+
+
+def strategy_for(config: JudgeConfig, client: ModelClient, root: Path) -> Strategy:
+    """The config's strategy, bound to a model client and the prompt templates."""
+    if config.strategy == "scores":
+        from judge.decide.scores import ScoresStrategy
+
+        return ScoresStrategy(config, client, root)
+    if config.strategy == "per_claim":
+        from judge.decide.per_claim import PerClaimStrategy
+
+        return PerClaimStrategy(config, client, root)
+    from judge.decide.batch import BatchStrategy
+
+    return BatchStrategy(config, client, root)

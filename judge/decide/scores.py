@@ -1,0 +1,79 @@
+"""Strategy ``scores``: label scores from one multiple-choice question, and the decision over them.
+
+A small model's generated label is biased (it says "supported" to almost everything), but
+the probabilities it gives each option still order claims well. So the program locates the
+source excerpts that best cover the claim, the model answers one multiple-choice question
+(prompt ``choose_label``, in Chinese for a Chinese claim) with a single letter, and the
+program reads the four letters' log-probabilities. The label is decided by the linear rule
+of :mod:`judge.decide.linear` when the config has a ``score_model``, else by adding a
+per-label bias (``label_bias``) and taking the best. The resulting probability of
+``supported`` also drives the review queue (``review_support_below``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from judge.decide import Decision
+from judge.decide.excerpts import excerpt_data, locate_excerpts
+from judge.decide.linear import decide_linear, features
+from judge.decide.options import OPTIONS, decide, describe, log_normalise
+from judge.models.client import CallFailed
+from judge.models.prompts import render
+from judge.models.schemas import ClaimJudgement
+from judge.text import has_cjk
+from judge.verdicts import Claim, Label
+
+if TYPE_CHECKING:
+    from judge.config import JudgeConfig
+    from judge.models.client import ModelClient
+    from judge.records import AnswerRecord
+
+class ScoresStrategy:
+    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path) -> None:
+        self.config = config
+        self.client = client
+        self.root = root
+
+    async def decide(
+        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
+    ) -> list[Decision]:
+        return list(await asyncio.gather(*(self._one(record, c, run_id) for c in claims)))
+
+    async def _one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
+        located = locate_excerpts(claim.text, record)
+        version = self.config.prompts["choose_label"]
+        prompt = render(
+            "choose_label", version, self.root, claim=claim.text, excerpts=excerpt_data(located),
+            zh=has_cjk(claim.text),
+        )
+        try:
+            logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)
+        except CallFailed as exc:
+            return Decision(claim, None, f"score failed ({version}): {exc}", [exc.call_id])
+        scores = log_normalise(logprobs)
+        if self.config.score_model is None:
+            label, probs = decide(scores, self.config.label_bias)
+            rationale = f"scores on program-located excerpts: {describe(probs)}"
+        else:
+            values = features(
+                claim.text, scores, located, record,
+                self.config.support_overlap_min, self.config.numbers_overlap_min,
+            )
+            label, probs = decide_linear(values, self.config.score_model)
+            rationale = (
+                f"linear rule on scores and evidence: {describe(probs)} (overlap "
+                f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
+                f"opinion wording {int(values['opinion'])})"
+            )
+        judgement = ClaimJudgement(
+            claim=1,
+            label=label,  # type: ignore[arg-type]
+            subtype=None if label == "supported" else "opinion",
+            rationale=rationale,
+        )
+        return Decision(
+            claim, judgement, None, [call], located=located, support=probs[Label.SUPPORTED.value]
+        )

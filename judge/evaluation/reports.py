@@ -1,0 +1,234 @@
+"""Calibration reports as JSON (the contract keys, with the full report under ``report``) and
+as HTML, threshold checks for CI gates, and what judging the claims cost."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from calibration import Figures, check_thresholds, render_calibration_html
+from judge.evaluation.calibrate import CalibrationOutcome
+from judge.runs.summary import RunSummary
+from judge.store import Store
+
+#: Thresholds a calibration gate understands besides :func:`calibration.check_thresholds`'s:
+#: the zero-tolerance validity gate, as counts.
+GATE_THRESHOLDS = ("schema_errors_above", "invalid_evidence_above")
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _ci(e: Any) -> dict[str, Any]:
+    d = e.model_dump(mode="json")
+    return {"ci_low": d["ci_low"], "ci_high": d["ci_high"], "n": d["n"]}
+
+
+def _est(e: Any) -> dict[str, Any]:
+    d = e.model_dump(mode="json")
+    return {"value": d["value"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "n": d["n"]}
+
+
+def _value(e: Any) -> float | None:
+    return e.model_dump(mode="json")["value"]
+
+
+def flatten_figures(f: Figures) -> dict[str, Any]:
+    """The JSON contract of a set of figures: plain numbers where the contract wants them
+    (``accuracy``, ``balanced_accuracy``, ``queue_recall``, ``queue_load``) with the
+    intervals alongside (``*_ci``); ``kappa``, ``lenient_rate``, ``strict_rate`` as
+    ``value``/``ci_low``/``ci_high``/``n``."""
+    d = f.model_dump(mode="json")
+    return {
+        "n": f.n,
+        "confusion": d["confusion"],
+        "accuracy": _value(f.accuracy), "accuracy_ci": _ci(f.accuracy),
+        "balanced_accuracy": _value(f.balanced_accuracy),
+        "balanced_accuracy_ci": _ci(f.balanced_accuracy),
+        "kappa": _est(f.kappa),
+        "lenient_rate": _est(f.lenient_rate),
+        "strict_rate": _est(f.strict_rate),
+        "lenient_by_label": {k: _est(v) for k, v in f.lenient_by_label.items()},
+        "lenient_by_subtype": {k: _est(v) for k, v in f.per_subtype.items()},
+        "per_label": d["per_label"],
+        "subtype_agreement": _est(f.subtype_agreement),
+        "queue_recall": _value(f.queue_recall), "queue_recall_ci": _ci(f.queue_recall),
+        "queue_load": _value(f.queue_load), "queue_load_ci": _ci(f.queue_load),
+        "queue_false_alarm": _est(f.queue_false_alarm),
+        "queue_budget": {k: _est(v) for k, v in f.queue_budget.items()},
+        "queue_points": [{"review_support_below": p.review_support_below,
+                          "recall": _est(p.recall), "false_alarm": _est(p.false_alarm),
+                          "load": _est(p.load)} for p in f.queue_points],
+        "judge_errors": f.judge_errors,
+        "judge_errors_by_gold_label": d["judge_errors_by_gold_label"],
+    }
+
+
+def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
+    """One JSON object: the contract keys, the extras, and the full report under ``report``
+    (which validates back into :class:`calibration.CalibrationReport`)."""
+    r = outcome.report
+    m = outcome.matching
+    dump = r.model_dump(mode="json")
+    out = {
+        "judge_version": r.judge_version,
+        "model": outcome.model,
+        "review_support_below": outcome.review_support_below,
+        **flatten_figures(r),
+        "refused_answers": {
+            "count": len(m.refused),
+            "items": [{"gold_id": e.item.id, "line": e.line, "reason": reason}
+                      for e, reason in m.refused],
+        },
+        "not_judged": {"count": len(m.not_judged),
+                       "gold_ids": [e.item.id for e in m.not_judged][:100]},
+        "validity_gate": outcome.gate,
+        "weighted": dump["weighted"],
+        "per_dataset": {name: flatten_figures(f) for name, f in r.per_dataset.items()},
+        "human_agreement": dump["human_agreement"],
+        "notes": r.notes,
+        "gold": outcome.gold,
+        "confidence": r.confidence,
+        "report": dump,
+    }
+    return out
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _esc(value: Any) -> str:
+    import html
+
+    return html.escape(str(value), quote=True)
+
+
+def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and coverage") -> str:
+    """A section the calibration package's page does not have: the validity gate (apart from
+    the rates), refused answers and gold items without a verdict, and the gold file."""
+    g, m = outcome.gate, outcome.matching
+    status = "passed" if g["passed"] else "FAILED"
+    parts = [
+        f"<h2>{_esc(title)}</h2>",
+        "<h3>Validity gate (zero tolerance, not a rate)</h3>",
+        "<table><tr><th class=\"l\">gate</th><th>failures</th><th>of</th>"
+        "<th class=\"l\">status</th></tr>",
+        f"<tr><th class=\"l\">schema (judge produced valid output)</th>"
+        f"<td>{g['schema']['failures']}</td><td>{g['n']}</td>"
+        f"<td class=\"l\">{'passed' if g['schema']['passed'] else 'FAILED'}</td></tr>",
+        f"<tr><th class=\"l\">evidence (judge's quotes and source ids exist)</th>"
+        f"<td>{g['evidence']['failures']}</td><td>{g['n']}</td>"
+        f"<td class=\"l\">{'passed' if g['evidence']['passed'] else 'FAILED'}</td></tr>",
+        "</table>",
+        f"<p>Gate: <b class=\"{'' if g['passed'] else 'bad'}\">{status}</b>. Answer citations "
+        f"that do not resolve (the answer's fault, sent to review): "
+        f"{g['answer_citation_failures']}.</p>",
+        "<h3>Coverage of the gold file</h3>",
+        f"<p>Gold file <code>{_esc(outcome.gold['file'])}</code> (sha256 "
+        f"{_esc(outcome.gold['sha256'][:12])}): {outcome.gold['items']} items; "
+        f"{len(m.matched)} matched to a verdict, {len(m.refused)} refused by the judge "
+        f"(self-grading ban), {len(m.not_judged)} not judged by this version, "
+        f"{len(m.duplicates)} duplicates of an earlier item. Judge model: "
+        f"<code>{_esc(outcome.model)}</code>.</p>",
+    ]
+    if m.refused:
+        parts.append("<table id=\"refused\"><tr><th class=\"l\">gold item</th>"
+                     "<th class=\"l\">reason</th></tr>")
+        parts += [f"<tr><td class=\"l\">{_esc(e.item.id)}</td><td class=\"l\">{_esc(r)}</td></tr>"
+                  for e, r in m.refused]
+        parts.append("</table>")
+    if m.not_judged:
+        shown = ", ".join(_esc(e.item.id) for e in m.not_judged[:50])
+        parts.append(f"<p class=\"note\">Not judged: {shown}"
+                     f"{' …' if len(m.not_judged) > 50 else ''}</p>")
+    return "\n".join(parts)
+
+
+def inject_html(page: str, section: str) -> str:
+    """Add ``section`` at the end of a page rendered by :mod:`calibration.render`."""
+    marker = "</body>"
+    at = page.rfind(marker)
+    return page[:at] + section + "\n" + page[at:] if at >= 0 else page + section
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def eval_cost(store: Store, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What judging these claims cost, from the stored calls (so a resumed or repeated run
+    reports the cost of the verdicts, not of its tail): calls, model seconds, tokens."""
+    totals = {"calls": 0, "latency_ms": 0.0, "prompt_tokens": 0, "completion_tokens": 0,
+              "cost": 0.0, "failed": 0}
+    columns = "latency_ms, prompt_tokens, completion_tokens, cost, error"
+    for row in store.call_rows((c for r in rows for c in r["call_ids"]), columns):
+        totals["calls"] += 1
+        totals["latency_ms"] += row["latency_ms"] or 0.0
+        totals["prompt_tokens"] += row["prompt_tokens"] or 0
+        totals["completion_tokens"] += row["completion_tokens"] or 0
+        totals["cost"] += row["cost"] or 0.0
+        totals["failed"] += int(row["error"] is not None)
+    n = len(rows)
+    return {
+        "claims": n,
+        "calls": totals["calls"],
+        "failed_calls": totals["failed"],
+        "model_seconds": round(totals["latency_ms"] / 1000, 1),
+        "calls_per_claim": round(totals["calls"] / n, 3) if n else None,
+        "seconds_per_claim": round(totals["latency_ms"] / 1000 / n, 2) if n else None,
+        "prompt_tokens": totals["prompt_tokens"],
+        "completion_tokens": totals["completion_tokens"],
+        "cost_usd": round(totals["cost"], 6),
+    }
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass
+class CalibrationResult:
+    """A calibration report with everything its renderings show. ``extra`` holds what an
+    evaluation run adds (``run``, ``cost``, ``cpus``, ``limit``); ``summary`` its run."""
+
+    outcome: CalibrationOutcome
+    extra: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary | None = None
+    generated_at: str = field(
+        default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    @property
+    def report(self) -> Any:
+        """The :class:`calibration.CalibrationReport`."""
+        return self.outcome.report
+
+    def violations(self, thresholds: dict[str, float]) -> list[dict[str, Any]]:
+        """Thresholds (``kappa_below``, ``lenient_rate_above``, ``schema_errors_above``, ...)
+        this report violates. Unknown keys raise ``ValueError``."""
+        outcome = self.outcome
+        found: list[dict[str, Any]] = []
+        gate_keys = {"schema_errors_above": "schema", "invalid_evidence_above": "evidence"}
+        for key in GATE_THRESHOLDS:
+            if key in thresholds:
+                observed = outcome.gate[gate_keys[key]]["failures"]
+                if observed > thresholds[key]:
+                    found.append({"name": key, "threshold": thresholds[key],
+                                  "observed": observed,
+                                  "message": f"{key} {thresholds[key]:g}: {observed} of "
+                                             f"{outcome.gate['n']} claims fail the "
+                                             f"{gate_keys[key]} gate"})
+        rest = {k: v for k, v in thresholds.items() if k not in GATE_THRESHOLDS}
+        try:
+            found += [v.model_dump(mode="json") for v in check_thresholds(outcome.report, rest)]
+        except ValueError as exc:
+            raise ValueError(f"{exc} (also: {', '.join(GATE_THRESHOLDS)})") from exc
+        return found
+
+    def to_dict(self, thresholds: dict[str, float] | None = None) -> dict[str, Any]:
+        """The JSON contract of ``judge calibrate --json`` / ``judge eval-gold --json``."""
+        return {"generated_at": self.generated_at, **calibration_json(self.outcome),
+                **self.extra, "violations": self.violations(thresholds or {})}
+
+    def to_html(self) -> str:
+        """A self-contained HTML page."""
+        return inject_html(render_calibration_html(self.outcome.report),
+                           extra_html(self.outcome))

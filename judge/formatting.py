@@ -1,0 +1,41 @@
+"""Numbers as people read them: percentages, plain numbers, p-values and intervals. The one
+place the CLI, the reports and the generated README blocks format figures. Imports nothing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+#: Shown where a figure is undefined (no claims of that kind, an empty interval).
+MISSING = "–"
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    """``0.4567`` → ``46%`` (``digits`` decimals)."""
+    return f"{100 * x:.{digits}f}%" if _finite(x) else MISSING  # type: ignore[operator]
+
+
+def num(x: float | None, digits: int = 2) -> str:
+    return f"{x:.{digits}f}" if _finite(x) else MISSING
+
+
+def pvalue(x: float | None) -> str:
+    if not _finite(x):
+        return MISSING
+    return "< 0.0001" if x < 1e-4 else f"{x:.4f}"  # type: ignore[operator]
+
+
+def with_ci(estimate: Any, fmt: Callable[[float | None], str] = pct) -> str:
+    """``value (low–high)`` of an estimate (an object or dict with ``value``, ``ci_low``,
+    ``ci_high``); the value alone when the interval is undefined."""
+    get = estimate.get if isinstance(estimate, dict) else (lambda k: getattr(estimate, k, None))
+    value = fmt(get("value"))
+    low, high = get("ci_low"), get("ci_high")
+    if not (_finite(low) and _finite(high)):
+        return value
+    return f"{value} ({fmt(low)}–{fmt(high)})"

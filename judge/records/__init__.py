@@ -1,0 +1,18 @@
+"""Reading records: the input models (:mod:`judge.records.models`) and reading them with
+numbered errors (:mod:`judge.records.jsonl`). May import :mod:`judge.hashing` only."""
+
+from judge.records.jsonl import (
+    AcceptedLine,
+    RejectedLine,
+    parse_line,
+    read_jsonl,
+    read_records,
+    validate_record,
+    without_duplicates,
+)
+from judge.records.models import AnswerRecord, Citation, ClaimInput, Source
+
+__all__ = [
+    "AcceptedLine", "AnswerRecord", "Citation", "ClaimInput", "RejectedLine", "Source",
+    "parse_line", "read_jsonl", "read_records", "validate_record", "without_duplicates",
+]

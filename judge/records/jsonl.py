@@ -1,0 +1,128 @@
+"""Reading answer records with numbered errors: from JSONL (a file, a stream or bytes, read
+once) or from records built in memory. A bad line never stops the batch: it is reported with
+its number and reason, and skipped."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import ValidationError
+
+from judge.records.models import MAX_LINE_BYTES, AnswerRecord
+
+
+@dataclass(frozen=True)
+class RejectedLine:
+    line: int
+    error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "error": self.error}
+
+
+@dataclass(frozen=True)
+class AcceptedLine:
+    line: int
+    record: AnswerRecord
+
+
+def explain(exc: ValidationError) -> str:
+    """A validation error as ``field: reason; field: reason``."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def validate_record(data: Any, line_no: int) -> AcceptedLine | RejectedLine:
+    """One answer record (a dict or an :class:`AnswerRecord`); never raises for bad input."""
+    if isinstance(data, AnswerRecord):
+        return AcceptedLine(line_no, data)
+    if not isinstance(data, dict):
+        return RejectedLine(line_no, f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return AcceptedLine(line_no, AnswerRecord.model_validate(data))
+    except ValidationError as exc:
+        return RejectedLine(line_no, explain(exc))
+
+
+def parse_line(raw: bytes, line_no: int) -> AcceptedLine | RejectedLine:
+    """Parse one JSONL line; never raises for bad input."""
+    if len(raw) > MAX_LINE_BYTES:
+        return RejectedLine(line_no, f"line is {len(raw)} bytes; the limit is {MAX_LINE_BYTES}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return RejectedLine(line_no, f"not valid UTF-8 (byte {exc.start}): {exc.reason}")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return RejectedLine(line_no, f"invalid JSON at column {exc.colno}: {exc.msg}")
+    return validate_record(data, line_no)
+
+
+def split_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw bytes) for every non-blank line (a UTF-8 BOM on the first
+    line is dropped)."""
+    for line_no, raw in enumerate(lines, start=1):
+        raw = raw.rstrip(b"\r\n")
+        if raw.strip():
+            yield line_no, raw.removeprefix(b"\xef\xbb\xbf") if line_no == 1 else raw
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Every non-blank line of a file, numbered."""
+    with open(path, "rb") as fh:
+        yield from split_lines(fh)
+
+
+def without_duplicates(
+    items: Iterable[AcceptedLine | RejectedLine], what: str = "line"
+) -> Iterator[AcceptedLine | RejectedLine]:
+    """Reject a record whose answer id an earlier one has (on the later one)."""
+    seen: dict[str, int] = {}
+    for item in items:
+        if isinstance(item, AcceptedLine):
+            answer_id = item.record.answer_id
+            if answer_id in seen:
+                item = RejectedLine(
+                    item.line,
+                    f"duplicate answer id {answer_id!r} (first seen on {what} {seen[answer_id]})",
+                )
+            else:
+                seen[answer_id] = item.line
+        yield item
+
+
+def read_records(path: Path) -> Iterator[AcceptedLine | RejectedLine]:
+    """Read a JSONL batch file. Duplicate answer ids are rejected on their later line."""
+    return without_duplicates(parse_line(raw, n) for n, raw in iter_lines(path))
+
+
+@dataclass(frozen=True)
+class ReadBatch:
+    """A JSONL batch read once: its lines, and the sha256 of its bytes (the input's identity)."""
+
+    items: list[AcceptedLine | RejectedLine]
+    sha256: str
+
+
+def read_jsonl(source: Path | str | bytes | BinaryIO) -> ReadBatch:
+    """Read a JSONL batch from a path, bytes or a binary stream (a pipe works: the input is
+    read exactly once)."""
+    if isinstance(source, bytes):
+        data = source
+    elif isinstance(source, (str, Path)):
+        data = Path(source).read_bytes()
+    else:
+        data = source.read()
+    lines = data.splitlines(keepends=True)
+    items = list(without_duplicates(parse_line(raw, n) for n, raw in split_lines(lines)))
+    return ReadBatch(items, hashlib.sha256(data).hexdigest())

@@ -1,0 +1,129 @@
+"""Input models: answer records, sources, citations and given claims, with the limits that keep
+one bad record from exhausting memory or the model's context. Imports only :mod:`judge.hashing`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge.hashing import content_hash
+
+# Deliberate bounds: generous for real RAG answers, small enough that one bad line
+# cannot exhaust memory or the model's context.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_ANSWER_CHARS = 100_000
+MAX_SOURCE_CHARS = 2_000_000
+MAX_SOURCES = 200
+MAX_CLAIMS = 500
+MAX_ID_CHARS = 200
+
+
+class Citation(BaseModel):
+    """A pointer from a claim to evidence: a source id, optionally a quote or a JSON path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    quote: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
+    path: str | None = Field(default=None, max_length=1000)
+
+
+def _coerce_citation(value: Any) -> Any:
+    return {"source": value} if isinstance(value, str) else value
+
+
+class Source(BaseModel):
+    """A source document: plain text, or a JSON document cited by JSON path."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    title: str | None = Field(default=None, max_length=2000)
+    text: str | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
+    json_doc: Any = Field(default=None, alias="json")
+    version: str | None = Field(default=None, max_length=200)
+    effective_date: str | None = Field(default=None, max_length=50)
+
+    @model_validator(mode="after")
+    def _text_or_json(self) -> Source:
+        if (self.text is None) == (self.json_doc is None):
+            raise ValueError(f"source {self.id!r} needs exactly one of 'text' or 'json'")
+        if self.json_doc is not None and len(json.dumps(self.json_doc)) > MAX_SOURCE_CHARS:
+            raise ValueError(f"source {self.id!r}: json document exceeds {MAX_SOURCE_CHARS} chars")
+        return self
+
+    @property
+    def is_json(self) -> bool:
+        return self.json_doc is not None
+
+    @property
+    def content(self) -> str:
+        """The text a model sees: the text, or the JSON document pretty-printed."""
+        if self.text is not None:
+            return self.text
+        return json.dumps(self.json_doc, ensure_ascii=False, indent=1, sort_keys=False)
+
+
+class ClaimInput(BaseModel):
+    """A claim given pre-split in the input (seed 000): used as given, never re-split."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    citations: list[Citation] = Field(default_factory=list, max_length=100)
+
+    @field_validator("citations", mode="before")
+    @classmethod
+    def _citations(cls, value: Any) -> Any:
+        return [_coerce_citation(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("claim text is empty")
+        return value
+
+
+class AnswerRecord(BaseModel):
+    """One generated answer with its sources. Only ``answer`` and ``sources`` are required."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
+    question: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
+    answer: str = Field(max_length=MAX_ANSWER_CHARS)
+    sources: list[Source] = Field(min_length=1, max_length=MAX_SOURCES)
+    claims: list[ClaimInput] | None = Field(default=None, max_length=MAX_CLAIMS)
+    generator: str | None = Field(default=None, max_length=500)
+    expected_status: Literal["answered", "partial", "insufficient"] | None = None
+
+    @field_validator("answer")
+    @classmethod
+    def _answer_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("answer is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _ids(self) -> AnswerRecord:
+        seen: set[str] = set()
+        for source in self.sources:
+            if source.id in seen:
+                raise ValueError(f"duplicate source id {source.id!r}")
+            seen.add(source.id)
+        if self.claims is not None and not self.claims:
+            raise ValueError("'claims' is present but empty; omit it to let the judge split")
+        if self.id is None:
+            self.id = "a-" + content_hash(self.model_dump(mode="json", by_alias=True))[:16]
+        return self
+
+    @property
+    def answer_id(self) -> str:
+        assert self.id is not None
+        return self.id
+
+    def source(self, source_id: str) -> Source | None:
+        return next((s for s in self.sources if s.id == source_id), None)

@@ -1,0 +1,10 @@
+"""Review: what people read and what they say.
+
+- :mod:`~judge.review.queue`: review queues (strata, seeded samples, reading order);
+- :mod:`~judge.review.reviews`: blind reviews with provenance, double review, adjudication;
+- :mod:`~judge.review.gold_export`: reviewed claims as gold (human labels only);
+- :mod:`~judge.review.exchange`: queues out to other labelling tools and labels back in;
+- :mod:`~judge.review.export`: claim-level verdict exports (JSONL / CSV).
+
+May import the store, records, verdicts and models (identity); never a model client.
+"""

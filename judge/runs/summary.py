@@ -1,0 +1,75 @@
+"""What a run did: answers, claims, labels, flags, refusals, rejected input, calls and tokens."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    judge_version: str
+    resumed: bool = False
+    answers: int = 0
+    answers_judged_now: int = 0
+    answers_from_store: int = 0
+    #: the code that judges now (judge.fingerprint), and how many answers taken from the
+    #: store were judged by other (or unrecorded) code: their verdicts may be stale
+    code: str = ""
+    answers_from_other_code: int = 0
+    claims: int = 0
+    labels: Counter[str] = field(default_factory=Counter)
+    subtypes: Counter[str] = field(default_factory=Counter)
+    flagged: int = 0
+    judge_errors: int = 0
+    refused_answers: list[dict[str, str]] = field(default_factory=list)
+    rejected_lines: list[dict[str, Any]] = field(default_factory=list)
+    model_calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    wall_seconds: float = 0.0
+    model_mismatch: list[str] = field(default_factory=list)
+
+    def stale_warning(self, db: Path | str | None) -> str | None:
+        """What to say when answers from the store were judged by other code."""
+        if not self.answers_from_other_code:
+            return None
+        return (
+            f"{self.answers_from_other_code} answer(s) taken from the store were judged by "
+            f"other code than this ({self.code}), so their verdicts may be stale; "
+            f"`judge replay --db {db} --run {self.run_id}` shows what this code would change "
+            "(no model call), and records the answers it reproduces so this warning stops"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "judge_version": self.judge_version,
+            "resumed": self.resumed,
+            "answers": self.answers,
+            "answers_judged_now": self.answers_judged_now,
+            "answers_from_store": self.answers_from_store,
+            "code": self.code,
+            "answers_from_other_code": self.answers_from_other_code,
+            "claims": self.claims,
+            "labels": dict(sorted(self.labels.items())),
+            "subtypes": dict(sorted(self.subtypes.items())),
+            "flagged": self.flagged,
+            "judge_errors": self.judge_errors,
+            "refused_answers": self.refused_answers,
+            "rejected_lines": self.rejected_lines,
+            "model_calls": self.model_calls,
+            "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": round(self.cost, 6),
+            "wall_seconds": round(self.wall_seconds, 2),
+            "model_mismatch": self.model_mismatch,
+        }

@@ -1,0 +1,86 @@
+"""The store's connection, transactions and the helpers every table module uses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+import sqlite_utils
+
+from judge.hashing import content_hash
+from judge.records import AnswerRecord
+from judge.store.migrations import apply_migrations, write_transaction
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON for a JSON column."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def verdict_id(judge_version: str, claim_id: str) -> str:
+    return "v-" + content_hash([judge_version, claim_id])[:20]
+
+
+def record_sha(record: AnswerRecord) -> str:
+    return content_hash(record.model_dump(mode="json", by_alias=True))
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreBase:
+    """One SQLite file (or ``:memory:``). Open with ``Store.open(path)``; migrations are
+    applied on open."""
+
+    def __init__(self, db: sqlite_utils.Database, path: Path | None = None) -> None:
+        self.db = db
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str) -> Self:
+        memory = str(path) == ":memory:"
+        path = Path(path)
+        if not memory and path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        db = sqlite_utils.Database(conn)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not memory:
+            db.enable_wal()
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = OFF")
+        apply_migrations(db)
+        return cls(db, None if memory else path)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``: takes the write lock up front (waiting up to the
+        busy timeout), so concurrent writers queue instead of failing on a lock upgrade.
+        Nested use becomes a savepoint (sqlite-utils' own writes nest the same way)."""
+        with write_transaction(self.db):
+            yield
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def one(self, sql: str, params: list[Any] | None = None) -> dict[str, Any] | None:
+        """The first row of a query, or None."""
+        return next(self.db.query(sql, params or []), None)
+
+    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        return list(self.db.query(sql, params or []))
+
+    def count(self, sql: str, params: list[Any] | None = None) -> int:
+        return int(self.db.execute(sql, params or []).fetchone()[0])

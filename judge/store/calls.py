@@ -1,0 +1,29 @@
+"""Every model call, stored whole as soon as it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from judge.store.base import StoreBase, dumps
+
+
+class CallsMixin(StoreBase):
+    def get_call(self, call_id: str) -> dict[str, Any] | None:
+        return next(self.db.query("select * from calls where id = ?", [call_id]), None)
+
+    def save_call(self, row: dict[str, Any]) -> None:
+        """Calls are saved as soon as they return, so a killed run loses none. A failed
+        call is replaced by a later successful one with the same key."""
+        row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
+        with self.transaction():
+            self.db["calls"].insert(row, replace=True)
+
+
+    def call_rows(self, call_ids: Iterable[str], columns: str = "*") -> Iterator[dict[str, Any]]:
+        """The stored calls with these ids (in chunks, any number of ids)."""
+        ids = sorted(set(call_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            yield from self.db.query(f"select {columns} from calls where id in ({marks})", chunk)

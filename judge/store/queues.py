@@ -1,0 +1,53 @@
+"""Review queues and their items."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from judge.store.base import StoreBase
+
+
+def _queue(row: dict[str, Any]) -> dict[str, Any]:
+    for key in ("run_ids", "judge_versions", "priority", "strata"):
+        row[key] = json.loads(row[key]) if row[key] else None
+    row["ordering"] = row.get("ordering") or "priority"  # the only order before m005
+    return row
+
+
+def _item(row: dict[str, Any]) -> dict[str, Any]:
+    row["reasons"] = json.loads(row["reasons"])
+    return row
+
+
+class QueuesMixin(StoreBase):
+    def insert_queue(self, queue: dict[str, Any], items: list[dict[str, Any]]) -> None:
+        """A queue and all its items, in one transaction."""
+        with self.transaction():
+            self.db["queues"].insert(queue)
+            self.db["queue_items"].insert_all(items)
+
+    def queue_rows(self) -> list[dict[str, Any]]:
+        return [_queue(r) for r in self.db.query("select * from queues order by created_at")]
+
+    def queue_row(self, queue_id: str | None = None) -> dict[str, Any] | None:
+        """A queue by id, or the latest one."""
+        if queue_id:
+            row = self.one("select * from queues where id = ?", [queue_id])
+        else:
+            row = self.one("select * from queues order by created_at desc limit 1")
+        return _queue(row) if row else None
+
+    def queue_item_rows(self, queue_id: str) -> list[dict[str, Any]]:
+        return [_item(r) for r in self.db.query(
+            "select * from queue_items where queue_id = ? order by position", [queue_id])]
+
+    def queue_item_row(self, item_id: str) -> dict[str, Any] | None:
+        row = self.one("select * from queue_items where id = ?", [item_id])
+        return _item(row) if row else None
+
+    def latest_queue_item_of_claim(self, claim_id: str) -> dict[str, Any] | None:
+        """The newest queue item of a claim."""
+        row = self.one(
+            "select * from queue_items where claim_id = ? order by rowid desc limit 1", [claim_id])
+        return _item(row) if row else None

@@ -1,0 +1,85 @@
+"""Human reviews (append-only, revisions keep history) and adjudications."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from judge.store.base import StoreBase
+
+
+class ReviewsMixin(StoreBase):
+    def model_names(self) -> set[str]:
+        """Every judge model and answer generator named in the store."""
+        names = {row["model"] for row in self.db.query("select model from judge_versions")}
+        sql = "select distinct generator from answers where generator is not null"
+        names |= {row["generator"] for row in self.db.query(sql)}
+        return {n for n in names if n}
+
+    def review_rows(self, subject: str) -> list[dict[str, Any]]:
+        """Every review row of a subject, oldest first (revisions included)."""
+        return self.rows(
+            "select * from reviews where subject = ? order by created_at, annotator, revision",
+            [subject],
+        )
+
+    def reviews_in_order(self, subjects: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Review rows (of ``subjects``, or all) by subject and revision."""
+        sql = "select * from reviews"
+        params: list[Any] = []
+        wanted = None if subjects is None else list(subjects)
+        if wanted is not None and len(wanted) <= 500:
+            sql += f" where subject in ({','.join('?' * len(wanted))})"
+            params = wanted
+        rows = self.rows(sql + " order by subject, revision", params)
+        if wanted is not None:
+            keep = set(wanted)
+            rows = [r for r in rows if r["subject"] in keep]
+        return rows
+
+    def latest_review(self, subject: str, annotator: str) -> dict[str, Any] | None:
+        return self.one(
+            "select * from reviews where subject = ? and annotator = ? "
+            "order by revision desc limit 1", [subject, annotator])
+
+    def first_review(self, subject: str, annotator: str) -> dict[str, Any] | None:
+        return self.one(
+            "select * from reviews where subject = ? and annotator = ? and revision = 1",
+            [subject, annotator])
+
+    def insert_review(self, row: dict[str, Any]) -> None:
+        """Inside a transaction the caller holds."""
+        self.db["reviews"].insert(row)
+
+    def adjudication_rows(self, subject: str | None = None) -> list[dict[str, Any]]:
+        """Adjudications (of one subject, or all) by subject and revision, ``review_ids``
+        decoded."""
+        sql = "select * from adjudications"
+        params: list[Any] = []
+        if subject is not None:
+            sql += " where subject = ?"
+            params.append(subject)
+        rows = self.rows(sql + " order by subject, revision", params)
+        for row in rows:
+            if isinstance(row.get("review_ids"), str):
+                row["review_ids"] = json.loads(row["review_ids"])
+        return rows
+
+    def insert_adjudication(self, row: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db["adjudications"].insert(row)
+
+    def reviewed_queue_items(self, queue_id: str | None = None) -> list[dict[str, Any]]:
+        """Queue items whose subject has a review (of one queue, or all), oldest queue first,
+        each with its queue's creation time."""
+        sql = (
+            "select qi.*, q.created_at as queue_created from queue_items qi "
+            "join queues q on q.id = qi.queue_id "
+            "where qi.subject in (select subject from reviews)"
+        )
+        params: list[Any] = []
+        if queue_id:
+            sql += " and qi.queue_id = ?"
+            params.append(queue_id)
+        return self.rows(sql + " order by q.created_at, qi.position", params)

@@ -1,0 +1,222 @@
+"""The README quality block, generated from ``judge eval-gold --output-json`` (``make eval``).
+
+    python -m research.quality_block --update-readme out/eval.json [--readme README.md]
+
+Replaces the text between ``<!-- quality:start -->`` and ``<!-- quality:end -->``; refuses
+(and changes nothing) when the markers are missing. Product code never writes the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from calibration import max_share_for_load, projected_load
+from judge.formatting import num, pct, with_ci
+from judge.verdicts import LABELS
+
+QUALITY_START = "<!-- quality:start -->"
+QUALITY_END = "<!-- quality:end -->"
+
+
+class BlockError(ValueError):
+    """The README has no markers for the block."""
+
+
+def _pct(x: float | None) -> str:
+    return pct(x, 0)
+
+
+def _num(x: float | None) -> str:
+    return num(x, 2)
+
+
+_with_ci = with_ci
+
+
+def _row(name: str, f: dict[str, Any]) -> str:
+    acc = {"value": f["accuracy"], **f["accuracy_ci"]}
+    return (f"| {name} | {f['n']} | {_with_ci(acc, _pct)} | {_pct(f['balanced_accuracy'])} | "
+            f"{_with_ci(f['kappa'], _num)} | {_with_ci(f['lenient_rate'], _pct)} | "
+            f"{_with_ci(f['strict_rate'], _pct)} | {_pct(f['queue_recall'])} | "
+            f"{_pct(f['queue_load'])} | {f['judge_errors']} |")
+
+
+def quality_table(data: dict[str, Any]) -> str:
+    """The README quality section, generated from ``judge eval-gold --output-json``."""
+    gate = data["validity_gate"]
+    cost = data.get("cost") or {}
+    gold = data["gold"]
+    subset = f"the first {data['limit']} items" if data.get("limit") else "all items"
+    lines = [
+        f"Measured {data.get('generated_at', '?')[:10]} by `make eval`: judge "
+        f"`{data['judge_version']}` (model `{data['model']}`) on {subset} of `{gold['file']}` "
+        f"(sha256 `{gold['sha256'][:12]}`, {gold['items']} claims; see `gold/README.md` for "
+        "how the subset was drawn: label-balanced, short sources preferred). Intervals are 95% "
+        "(Wilson; bootstrap for κ). Lenient = gold non-supported claims the judge passed as "
+        "supported (missed hallucinations); strict = gold-supported claims it flagged; queue "
+        "recall / load = share of gold non-supported claims / of all claims the review queue "
+        "would send to people. Generated, never typed by hand.",
+        "",
+        "| dataset | claims | accuracy | balanced acc. | κ | lenient rate | strict rate | "
+        "queue recall | queue load | judge errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, figures in sorted((data.get("per_dataset") or {}).items()):
+        lines.append(_row(name, figures))
+    lines.append(_row("**all**", data))
+    lines += ["", *recall_table(data), "", *queue_projection(data)]
+    lines += [
+        "",
+        f"Validity gate (zero tolerance, apart from the rates): "
+        f"{'passed' if gate['passed'] else 'failed'}: {gate['schema']['failures']} schema "
+        f"failures (`judge_error`), {gate['evidence']['failures']} claims with evidence not "
+        f"found in the cited source, of {gate['n']}. Refused answers: "
+        f"{data['refused_answers']['count']}; gold items not judged: "
+        f"{data['not_judged']['count']}.",
+    ]
+    if cost:
+        lines.append(
+            f"Cost per claim: {cost.get('calls_per_claim')} model calls, "
+            f"{cost.get('seconds_per_claim')} s of model time "
+            f"({cost.get('calls')} calls, {cost.get('model_seconds')} s for "
+            f"{cost.get('claims')} claims; wall time of the last run "
+            f"{data.get('run', {}).get('wall_seconds', '?')} s on {data.get('cpus', '?')} CPU "
+            "cores)."
+        )
+    return "\n".join(lines)
+
+
+RECALL_LABELS = LABELS
+
+
+def _recall_cell(figures: dict[str, Any], label: str) -> str:
+    metrics = (figures.get("per_label") or {}).get(label) or {}
+    if not metrics.get("support"):
+        return "–"
+    return f"{_with_ci(metrics['recall'], _pct)} (n={metrics['support']})"
+
+
+def recall_table(data: dict[str, Any]) -> list[str]:
+    """Recall per gold label (the share of each label's claims the judge labelled so),
+    per dataset and overall: a gain on one set that costs another stays visible."""
+    lines = [
+        "Recall per gold label (95% Wilson interval; n = gold claims with that label):",
+        "",
+        "| dataset | " + " | ".join(RECALL_LABELS) + " |",
+        "|---|" + "---:|" * len(RECALL_LABELS),
+    ]
+    rows = sorted((data.get("per_dataset") or {}).items()) + [("**all**", data)]
+    for name, figures in rows:
+        cells = " | ".join(_recall_cell(figures, label) for label in RECALL_LABELS)
+        lines.append(f"| {name} | {cells} |")
+    return lines
+
+
+def queue_projection(data: dict[str, Any]) -> list[str]:
+    """The queue's load at other hallucination rates: recall and false-alarm rate do not
+    depend on the label mix, the load does (a label-balanced set inflates it)."""
+    recall, alarm = data.get("queue_recall"), (data.get("queue_false_alarm") or {}).get("value")
+    if recall is None or alarm is None:
+        return []
+    confusion = data.get("confusion") or {}
+    total = sum(sum(row.values()) for row in confusion.values())
+    rejected = total - sum((confusion.get("supported") or {}).values())
+    shares = [("a", 0.10), ("a", 0.20)] + ([("this subset's", rejected / total)] if total else [])
+    cells = [f"{projected_load(recall, alarm, share):.0%} at {name} {share:.0%} share"
+             for name, share in shares]
+    limit = max_share_for_load(recall, alarm, 0.5)
+    reach = (
+        "no share of non-supported claims keeps the load at or below 50%"
+        if limit is None
+        else f"the load stays at or below 50% up to a {limit:.0%} share of non-supported claims"
+    )
+    return [
+        f"Review queue: recall {_pct(recall)}, false alarms {_pct(alarm)} of gold-supported "
+        "claims. The load depends on how many claims are non-supported (recall x share + "
+        "false alarms x the rest), so it is " + "; ".join(cells) + " of non-supported claims; "
+        f"{reach} (even a queue with no false alarms sends recall x share)."
+    ] + budget_line(data, rejected / total if total else None) + points_table(data)
+
+
+def budget_line(data: dict[str, Any], share: float | None) -> list[str]:
+    """What people meet when they read only the first part of the queue (``queue_budget``),
+    beside the most any reading order could give at this label mix."""
+    budget = data.get("queue_budget") or {}
+    if not budget or not share:
+        return []
+    cells = []
+    for key, est in budget.items():
+        best = min(1.0, float(key.rstrip("%")) / 100 / share)
+        cells.append(f"the first {key} of all claims hold {_with_ci(est, _pct)} of the gold "
+                     f"non-supported claims (at most {best:.0%} for any order)")
+    return ["", "Read in the queue's order (the claims the judge finds least likely supported "
+            "first): " + "; ".join(cells) + "."]
+
+
+def points_table(data: dict[str, Any]) -> list[str]:
+    """The queue at other ``review_support_below`` thresholds (``queue_points``): recall,
+    false alarms, and the load here and at a 10% / 20% share of non-supported claims."""
+    points = data.get("queue_points") or []
+    if not points:
+        return []
+    configured = data.get("review_support_below")
+    lines = [
+        "", "The queue at other `review_support_below` thresholds (supported claims below it "
+        "go to review; the rest of the queue is unchanged):", "",
+        "| review_support_below | queue recall | false alarms | load here | load at a 10% "
+        "share | load at a 20% share |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in points:
+        recall, alarm = p["recall"]["value"], p["false_alarm"]["value"]
+        mark = " (configured)" if configured == p["review_support_below"] else ""
+        shares = " | ".join(f"{projected_load(recall, alarm, share):.0%}" for share in (0.1, 0.2))
+        lines.append(
+            f"| {p['review_support_below']}{mark} | {_with_ci(p['recall'], _pct)} | "
+            f"{_pct(alarm)} | {_pct(p['load']['value'])} | {shares} |")
+    return lines
+
+
+def update_readme(readme: Path, data: dict[str, Any]) -> None:
+    """Replace the text between the quality markers; refuse when they are missing."""
+    replace_block(readme, QUALITY_START, QUALITY_END, quality_table(data))
+
+
+def replace_block(readme: Path, start_marker: str, end_marker: str, body: str) -> None:
+    """Replace the text between two markers of a generated block; refuse (and change
+    nothing) when they are missing."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(start_marker), text.find(end_marker)
+    if start < 0 or end < 0 or end < start:
+        raise BlockError(
+            f"{readme} has no '{start_marker}' ... '{end_marker}' markers (in that order); "
+            "add them where the generated block belongs. Nothing was changed.")
+    new = text[:start + len(start_marker)] + "\n" + body + "\n" + text[end:]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m research.quality_block",
+        description="Regenerate the README quality table from `judge eval-gold --output-json`.")
+    parser.add_argument("--update-readme", metavar="EVAL_JSON", type=Path, required=True)
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    args = parser.parse_args(argv)
+    try:
+        data = json.loads(args.update_readme.read_text(encoding="utf-8"))
+        update_readme(args.readme, data)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"updated the quality table in {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from judge.config import DEFAULT_MODEL, EMBEDDED_PROFILE, JudgeConfig
+from judge.decide.signals import apply_signals
+from judge.records import AnswerRecord
+from judge.verdicts import Evidence
+
+SRC = "Python 3.11 added the tomllib module to the standard library."
+REC = AnswerRecord.model_validate({"answer": "x", "sources": [{"id": "py", "text": SRC}]})
+EV = [Evidence(source_id="py", quote=SRC, found=True, start=0, end=len(SRC))]
+CFG = JudgeConfig(signals=True)
+
+
+def test_low_overlap_supported_becomes_not_in_source() -> None:
+    label, note = apply_signals("The Eiffel Tower is in Paris.", "supported", EV, REC, CFG)
+    assert label == "not_in_source" and note and "the model said supported" in note
+
+
+def test_changed_version_over_covering_evidence_becomes_contradicted() -> None:
+    label, note = apply_signals("Python 3.10 added the tomllib module.", "supported", EV, REC, CFG)
+    assert label == "contradicted" and note and "3.10" in note
+
+
+def test_opinion_with_little_overlap_becomes_not_verifiable() -> None:
+    label, _ = apply_signals("I love that movie, it is so fun!", "supported", EV, REC, CFG)
+    assert label == "not_verifiable"
+
+
+def test_a_well_covered_supported_claim_is_left_alone() -> None:
+    claim = "Python 3.11 added the tomllib module to the standard library."
+    assert apply_signals(claim, "supported", EV, REC, CFG) == ("supported", None)
+
+
+def test_embedded_profile_applies_only_without_an_explicit_strategy_or_other_model() -> None:
+    assert JudgeConfig.load().strategy == EMBEDDED_PROFILE["strategy"]
+    assert JudgeConfig.load().model == DEFAULT_MODEL and JudgeConfig.load().score_model
+    assert JudgeConfig.load(model="openai/gpt-4.1").strategy == "batch"
+    assert JudgeConfig.load(strategy="batch").signals is False
+
+
+def test_contradiction_needs_evidence_about_the_same_subject() -> None:
+    cfg = CFG.model_copy(update={"contradiction_overlap_min": 0.3})
+    off_topic = "The Eiffel Tower opened in 1889."
+    label, note = apply_signals(off_topic, "contradicted", EV, REC, cfg)
+    assert label == "not_in_source" and note and "cannot contradict" in note
+    # on-topic contradictions stay, and the rule is off unless configured
+    on_topic = "Python 3.11 removed the tomllib module from the standard library."
+    assert apply_signals(on_topic, "contradicted", EV, REC, cfg) == ("contradicted", None)
+    assert apply_signals(off_topic, "contradicted", EV, REC, CFG)[0] == "contradicted"
+
+
+
+
+def test_embedded_profile_is_the_config_the_reports_name() -> None:
+    from pathlib import Path
+    named = Path(__file__).resolve().parents[2] / "research" / "configs" / "scores_v1_linear_t244_text.toml"
+    assert JudgeConfig.load() == JudgeConfig.load(named)
+    assert JudgeConfig.load().score_model is not None

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_records
+from judge.records.models import MAX_LINE_BYTES
+from tests.conftest import write_jsonl
+
+GOOD = {"answer": "401 means unauthenticated [S1].", "sources": [{"id": "S1", "text": "x"}]}
+
+
+def _results(path: Path) -> tuple[list[AcceptedLine], list[RejectedLine]]:
+    items = list(read_records(path))
+    return (
+        [i for i in items if isinstance(i, AcceptedLine)],
+        [i for i in items if isinstance(i, RejectedLine)],
+    )
+
+
+def test_bad_lines_are_reported_with_line_numbers_and_the_rest_is_kept(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {**GOOD, "id": "a1"},
+            "{not json",
+            {"id": "a3", "answer": "   ", "sources": [{"id": "S1", "text": "x"}]},
+            {"id": "a4", "answer": "no sources"},
+            {**GOOD, "id": "a1"},
+            {"id": "a6", "answer": "x", "sources": [{"id": "S1"}]},
+            {"id": "a7", "answer": "x", "sources": [{"id": "S1", "text": "a"}, {"id": "S1", "text": "b"}]},
+            [1, 2],
+            {**GOOD, "id": "a9", "surprise": 1},
+            {**GOOD, "id": "a10"},
+        ],
+    )
+    ok, bad = _results(path)
+    assert [a.record.id for a in ok] == ["a1", "a10"]
+    errors = {r.line: r.error for r in bad}
+    assert sorted(errors) == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert "invalid JSON" in errors[2]
+    assert "answer is empty" in errors[3]
+    assert "sources" in errors[4] and "required" in errors[4].lower()
+    assert "duplicate answer id 'a1'" in errors[5] and "line 1" in errors[5]
+    assert "exactly one of 'text' or 'json'" in errors[6]
+    assert "duplicate source id" in errors[7]
+    assert "expected a JSON object" in errors[8]
+    assert "surprise" in errors[9]
+
+
+def test_non_utf8_and_huge_lines_are_rejected_alone(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    good = json.dumps({**GOOD, "id": "ok"}).encode()
+    huge = json.dumps({**GOOD, "id": "huge", "answer": "x" * (MAX_LINE_BYTES + 10)}).encode()
+    path.write_bytes(good + b"\n" + b'{"answer": "\xff\xfe"}\n' + huge + b"\n\n")
+    ok, bad = _results(path)
+    assert [a.record.id for a in ok] == ["ok"]
+    assert bad[0].line == 2 and "UTF-8" in bad[0].error
+    assert bad[1].line == 3 and "limit" in bad[1].error
+
+
+def test_id_defaults_to_content_hash_and_citations_accept_strings() -> None:
+    rec = AnswerRecord.model_validate(
+        {**GOOD, "claims": [{"text": "c", "citations": ["S1", {"source": "S1", "quote": "x"}]}]}
+    )
+    again = AnswerRecord.model_validate(
+        {**GOOD, "claims": [{"text": "c", "citations": ["S1", {"source": "S1", "quote": "x"}]}]}
+    )
+    other = AnswerRecord.model_validate({**GOOD, "answer": "different"})
+    assert rec.id and rec.id.startswith("a-") and rec.id == again.id != other.id
+    assert rec.claims and rec.claims[0].citations[0].source == "S1"
+    assert rec.claims[0].citations[1].quote == "x"
+
+
+def test_json_sources_keep_their_document() -> None:
+    rec = AnswerRecord.model_validate(
+        {"answer": "hr 61", "sources": [{"id": "s.json", "json": {"metrics": [{"value": 61}]}}]}
+    )
+    assert rec.sources[0].is_json and '"value": 61' in rec.sources[0].content

@@ -1,0 +1,180 @@
+"""A real browser on the review page: Debian's Chromium driven by Playwright (no browser
+download). ``judge serve`` runs in a subprocess on a free localhost port.
+
+Set ``JUDGE_SCREENSHOTS=<folder>`` to keep the screenshots."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from judge.api import judge_file
+from judge.config import JudgeConfig
+from judge.review.queue import QueueOptions, build_queue
+from judge.review.reviews import current_reviews
+from judge.store import Store
+from tests.conftest import write_jsonl
+from tests.fakes import FakeLLM
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "browser-token-alice"
+SCRIPT = "<script>document.title='pwned';window.__pwned=1;</script>"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
+                       "(make browser installs it)"),
+]
+
+RECORDS = [
+    {
+        "id": "a-zh", "question": "401 與 403 有什麼差別？",
+        "answer": "401 表示身分未確認 [S1]。403 表示伺服器暫時故障，請稍後重試 [S1]。",
+        "sources": [
+            {"id": "S1", "title": "HTTP 狀態碼筆記",
+             "text": "401 表示身分未確認。需要重新登入。403 表示已認證但權限不足，"
+                     "重試不會改變結果。"},
+            {"id": "S2", "title": "含有 HTML 的來源", "text": f"{SCRIPT} 這段來源含有 HTML 標籤。"},
+        ],
+    },
+    {
+        "id": "b-en", "question": "Can SQLite readers and writers work at the same time?",
+        "answer": "In WAL mode readers do not block writers [A]. SQLite allows any number of "
+                  "concurrent writers [A].",
+        "sources": [{"id": "A", "title": "SQLite WAL",
+                     "text": "In WAL mode readers do not block writers. A writer does not "
+                             "block readers either. SQLite allows only one writer at a time."}],
+    },
+    {
+        "id": "c-zh", "answer": "（預先切分的主張）",
+        "sources": [{"id": "S1", "title": "部署手冊",
+                     "text": "部署前必須先執行資料庫遷移。遷移失敗時，請回滾到上一個版本。"}],
+        "claims": [{"text": "部署前一律不需要執行資料庫遷移。",
+                    "citations": [{"source": "S1", "quote": "部署前必須先執行資料庫遷移"}]}],
+    },
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served(tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig) -> Iterator[tuple[str, Path]]:
+    db = tmp_path / "review.db"
+    store = Store.open(db)
+    judge_file(write_jsonl(tmp_path / "in.jsonl", RECORDS), config=config, db=store)
+    build_queue(store, options=QueueOptions(sample_rate=1.0, double_fraction=0.0))
+    store.close()
+    port = free_port()
+    code = "import sys; from judge.cli import main; sys.argv = ['judge', *sys.argv[1:]]; main()"
+    env = {**os.environ, "CLAIM_JUDGE_TOKENS": f"{TOKEN}:alice", "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--db", str(db), "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.time() > deadline:
+                pytest.fail(f"judge serve did not start:\n{server.stdout.read() if server.stdout else ''}")
+            time.sleep(0.2)
+        yield base, db
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, db = served
+    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    console_errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error"
+                    else None)
+            page.goto(f"{base}/review")
+            assert "/login" in page.url
+            page.fill("#token", TOKEN)
+            page.click("#login-form button[type=submit]")
+            page.wait_for_url("**/review?*pos=1")
+
+            # item 1: the Chinese answer; its second source holds a <script> shown as text
+            assert page.title() == "Review 1/5 · claim-judge"
+            assert page.evaluate("window.__pwned") is None
+            html_source = page.locator("details.source", has_text="含有 HTML 的來源")
+            html_source.locator("summary").click()  # uncited sources start collapsed
+            assert SCRIPT in html_source.inner_text()
+            assert page.locator("details.source script").count() == 0
+            assert page.locator("mark.hl-claim").first.inner_text().startswith("403 表示伺服器")
+            page.screenshot(path=str(shots / "review-zh.png"), full_page=True)
+
+            page.keyboard.press("2")  # contradicted, without a subtype: refused in the page
+            page.keyboard.press("Enter")
+            assert "subtype" in page.inner_text("#form-status")
+            assert page.url.endswith("pos=1")
+            page.keyboard.press("3")  # not_in_source
+            page.keyboard.press("u")  # unsupported_addition
+            page.keyboard.press("Enter")
+            page.wait_for_url("**/review?*pos=2")
+
+            # item 2: English; label it supported by keyboard
+            assert "any number of concurrent writers" in page.inner_text("#claim-text")
+            page.screenshot(path=str(shots / "review-en.png"), full_page=True)
+            page.keyboard.press("1")
+            assert page.locator("input[name=subtype]").first.is_disabled()
+            page.keyboard.press("Enter")
+            page.wait_for_url("**/review?*pos=3")
+            assert page.locator(".source-text mark.hl-quote").first.inner_text() == "部署前必須先執行資料庫遷移"
+            page.screenshot(path=str(shots / "review-quote.png"), full_page=True)
+
+            page.keyboard.press("k")  # back to item 2: my label is shown
+            page.wait_for_url("**/review?*pos=2")
+            assert page.locator("input[name=label][value=supported]").is_checked()
+            page.goto(f"{base}/dashboard")
+            assert "human:alice" in page.inner_text("#by-reviewer")
+            page.screenshot(path=str(shots / "dashboard.png"), full_page=True)
+            assert page.evaluate("window.__pwned") is None
+        finally:
+            browser.close()
+    assert not [e for e in console_errors if "Content Security Policy" in e], console_errors
+    store = Store.open(db)
+    try:
+        reviews = [r for rows in current_reviews(store).values() for r in rows]
+        got = sorted((r["answer_id"], r["label"], r["subtype"]) for r in reviews)
+        assert got == [("a-zh", "not_in_source", "unsupported_addition"),
+                       ("b-en", "supported", None)]
+        assert all(r["annotator"] == "human:alice" and r["origin"] == "web" for r in reviews)
+        assert all(r["time_spent_ms"] and r["time_spent_ms"] > 0 for r in reviews)
+    finally:
+        store.close()
+    if not os.environ.get("JUDGE_SCREENSHOTS"):
+        shutil.rmtree(shots, ignore_errors=True)
