@@ -100,6 +100,9 @@ class JudgeConfig(BaseModel):
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     # Operational: not part of the judge version.
+    #: the provider's endpoint (an OpenAI-compatible server, a proxy); None: litellm's default
+    #: for the model's provider (and its environment variables, e.g. ``OPENAI_API_BASE``)
+    api_base: str | None = None
     timeout_s: float = Field(default=300.0, gt=0)
     retries: int = Field(default=2, ge=0, le=10)
     concurrency: int = Field(default=1, ge=1, le=64)
@@ -142,7 +145,7 @@ class JudgeConfig(BaseModel):
         "score_model": None,
     }
     #: Settings that never change a verdict (left out of the judge version).
-    OPERATIONAL: ClassVar[tuple[str, ...]] = ("timeout_s", "retries", "concurrency")
+    OPERATIONAL: ClassVar[tuple[str, ...]] = ("api_base", "timeout_s", "retries", "concurrency")
 
     @field_validator("prompts")
     @classmethod

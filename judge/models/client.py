@@ -169,6 +169,10 @@ class ModelClient:
             "max_tokens": self.config.max_tokens,
         }
 
+    def endpoint(self) -> dict[str, Any]:
+        """Where calls go (operational: not part of a call's identity)."""
+        return {"api_base": self.config.api_base} if self.config.api_base else {}
+
     def call_id(self, prompt: RenderedPrompt, schema: dict[str, Any]) -> str:
         return self._call_id(prompt, schema, self.params())
 
@@ -260,6 +264,7 @@ class ModelClient:
                 max_retries=self.config.retries + 1,
                 timeout=self.config.timeout_s,
                 **self.params(),
+                **self.endpoint(),
             )
         )
         parsed: T | None = result[0] if result is not None else None
@@ -343,6 +348,7 @@ class ModelClient:
                 messages=prompt.messages,
                 timeout=self.config.timeout_s,
                 **self.choice_params(),
+                **self.endpoint(),
             )
         )
         row.update(self._describe(response))
