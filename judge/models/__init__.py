@@ -1,0 +1,12 @@
+"""Models: everything that talks to a judge model or describes one.
+
+- :mod:`~judge.models.client`: every call through litellm (structured output through
+  instructor, option log-probabilities for choice questions), stored whole and served from
+  the store when it repeats;
+- :mod:`~judge.models.embedded`: the packaged offline default model behind a litellm provider;
+- :mod:`~judge.models.prompts`: versioned Jinja templates, sandboxed rendering, the manifest;
+- :mod:`~judge.models.schemas`: the structured outputs asked of a model;
+- :mod:`~judge.models.identity`: model names normalised, and the self-grading ban.
+
+May import config, records, hashing and the store (calls are stored); nothing above them.
+"""

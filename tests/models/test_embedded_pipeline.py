@@ -11,12 +11,12 @@ from judge.api import judge_file
 from judge.config import DEFAULT_MODEL, JudgeConfig
 from judge.store import Store
 from judge.verdicts import JUDGE_ERROR, LABELS
-from tests.conftest import write_jsonl
+from tests.conftest import skip_or_fail, write_jsonl
 
 pytestmark = [
     pytest.mark.embedded,
-    pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None,
-                       reason="the 'embedded' extra is not installed"),
+    skip_or_fail(importlib.util.find_spec("xllamacpp") is None,
+                 "the 'embedded' extra is not installed", "CLAIM_JUDGE_REQUIRE_EMBEDDED"),
 ]
 
 
@@ -34,6 +34,8 @@ def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
     assert summary.model_calls >= 2  # split + verify, really made
     rows = list(store.verdict_rows())
     assert all(r["label"] in (*LABELS, JUDGE_ERROR) for r in rows)
+    # a model that fails on every claim is no judge: at least one real label
+    assert any(r["label"] != JUDGE_ERROR for r in rows), [r["error"] for r in rows]
     calls = list(store.db["calls"].rows)
     second_step = {"per_claim": "label", "scores": "score"}.get(JudgeConfig.load().strategy,
                                                                  "verify")

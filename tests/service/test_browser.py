@@ -22,7 +22,7 @@ from judge.config import JudgeConfig
 from judge.review.queue import QueueOptions, build_queue
 from judge.review.reviews import current_reviews
 from judge.store import Store
-from tests.conftest import write_jsonl
+from tests.conftest import skip_or_fail, write_jsonl
 from tests.fakes import FakeLLM
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,8 +36,8 @@ SCRIPT = "<script>document.title='pwned';window.__pwned=1;</script>"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium "
-                       "(make browser installs it)"),
+    skip_or_fail(not CHROMIUM.exists(), "needs Debian chromium at /usr/bin/chromium (make "
+                 "browser installs it)", "CLAIM_JUDGE_REQUIRE_BROWSER"),
 ]
 
 RECORDS = [
