@@ -5,11 +5,14 @@ import threading
 from pathlib import Path
 
 import pytest
+import sqlite_utils
 
+from judge.config import JudgeConfig
 from judge.records import AnswerRecord
 from judge.store import Store
 from judge.store.migrations import MIGRATIONS
 from judge.verdicts import Claim, Verdict
+from tests.fakes import FakeLLM
 
 REC = AnswerRecord.model_validate(
     {"id": "a", "answer": "401 [S1].", "sources": [{"id": "S1", "text": "401"}]}
@@ -47,3 +50,45 @@ def test_migrations_are_recorded_once_even_when_opened_concurrently(tmp_path: Pa
         names = [r[0] for r in conn.execute("select name from _migrations order by name")]
         mode = conn.execute("pragma journal_mode").fetchone()[0]
     assert names == sorted(name for name, _ in MIGRATIONS) and mode == "wal"
+
+
+def test_a_store_of_the_first_schema_upgrades_and_its_verdicts_are_reused(
+    tmp_path: Path, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    """A store written by the first schema (m001 only) opens under the current code: every
+    later migration is applied in order, nothing stored is lost, and its verdicts are served
+    again with no model call."""
+    import judge
+
+    answers = [{"id": "old", "answer": "HTTP 401 means unauthenticated [S1]. It is rare [S1].",
+                "sources": [{"id": "S1", "text": "HTTP 401 means unauthenticated."}]}]
+    current = tmp_path / "current.db"
+    first = judge.judge_answers(answers, config=config, db=current)
+    # the same data, as the first schema held it
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old)
+    db = sqlite_utils.Database(conn)
+    name, m001 = MIGRATIONS[0]
+    m001(db)
+    db["_migrations"].insert({"name": name, "applied_at": "2026-01-01T00:00:00"}, pk="name")
+    src = sqlite_utils.Database(sqlite3.connect(current))
+    for table in ("judge_versions", "runs", "answers", "sources", "run_answers", "claims",
+                  "answer_claims", "verdicts", "checks", "calls", "rejected_lines"):
+        columns = set(db[table].columns_dict)
+        db[table].insert_all({k: v for k, v in row.items() if k in columns}
+                             for row in src[table].rows)
+    conn.commit()
+    conn.close()
+    store = Store.open(old)
+    try:
+        applied = [r["name"] for r in store.db["_migrations"].rows]
+        assert applied == [n for n, _ in MIGRATIONS]
+        assert "support" in store.db["verdicts"].columns_dict
+        assert "code" in store.db["runs"].columns_dict and store.db["queues"].exists()
+        again = judge.judge_answers(answers, config=config, db=store)
+        assert again.summary.model_calls == 0 and again.summary.answers_from_store == 1
+        assert again.summary.answers_from_other_code == 1  # no fingerprint was recorded then
+        assert [v.model_dump() for v in again[0].verdicts] == \
+            [v.model_dump() for v in first[0].verdicts]
+    finally:
+        store.close()
