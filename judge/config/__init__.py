@@ -104,7 +104,14 @@ class JudgeConfig(BaseModel):
     #: for the model's provider (and its environment variables, e.g. ``OPENAI_API_BASE``)
     api_base: str | None = None
     timeout_s: float = Field(default=300.0, gt=0)
+    #: transient failures (5xx, 429, timeouts, lost connections) are tried again this often
     retries: int = Field(default=2, ge=0, le=10)
+    #: an output that does not parse is asked again (with the error) this often
+    reasks: int = Field(default=1, ge=0, le=5)
+    #: the first backoff before a retry, doubled each time (with jitter; ``Retry-After`` wins)
+    backoff_s: float = Field(default=1.0, ge=0.0, le=60.0)
+    #: stop the run after this many consecutive calls failed at the provider
+    breaker_after: int = Field(default=5, ge=1, le=1000)
     concurrency: int = Field(default=1, ge=1, le=64)
 
     #: fields that change a verdict, hence the judge version
@@ -145,7 +152,9 @@ class JudgeConfig(BaseModel):
         "score_model": None,
     }
     #: Settings that never change a verdict (left out of the judge version).
-    OPERATIONAL: ClassVar[tuple[str, ...]] = ("api_base", "timeout_s", "retries", "concurrency")
+    OPERATIONAL: ClassVar[tuple[str, ...]] = (
+        "api_base", "timeout_s", "retries", "reasks", "backoff_s", "breaker_after", "concurrency",
+    )
 
     @field_validator("prompts")
     @classmethod

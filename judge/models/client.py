@@ -1,11 +1,22 @@
 """Model access: every call goes through litellm, structured output through instructor.
 
 Each logical call is keyed by a hash of everything that determines it (model, messages,
-sampling parameters, output schema). A successful call is stored whole and served from
-the store the next time, so re-running a batch with the same judge version makes zero
-model calls, and ``replay`` re-derives verdicts from stored outputs alone.
-Failures are stored too (with the error) and surface as ``CallFailed``: the pipeline
-turns them into ``judge_error`` verdicts. Nothing fails open.
+sampling parameters, output schema). A successful call is stored whole and served from the
+store the next time, so re-running a batch with the same judge version makes zero model
+calls, and replay re-derives verdicts from stored outputs alone. Failures are stored too (with
+the error) and surface as :class:`CallFailed`: the pipeline turns them into ``judge_error``
+verdicts. Nothing fails open.
+
+One retry layer, this one: litellm and the provider SDK are told not to retry. A transient
+failure (a 5xx, a 429 — honouring ``Retry-After`` —, a timeout, a lost connection) is tried
+again after a capped exponential backoff with jitter, at most ``retries`` times; an output
+that does not parse is asked again (with the validation error) at most ``reasks`` times.
+Every HTTP attempt is recorded (status, latency, error) and counted. After
+``breaker_after`` consecutive calls that failed at the provider, or when a budget
+(calls, tokens, cost) is spent, the client raises :class:`RunStopped`: the run stops cleanly,
+nothing of the unfinished answer is stored, and running the same command again resumes.
+
+Identical calls in flight at the same time are made once (the others wait for its answer).
 """
 
 from __future__ import annotations
@@ -18,24 +29,25 @@ import asyncio  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
+import random  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
+from functools import cache  # noqa: E402
 from typing import Any, TypeVar  # noqa: E402
 
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig, short_model_name  # noqa: E402
-from judge.hashing import content_hash
-from judge.models.prompts import RenderedPrompt
-from judge.store import Store
-from judge.store.base import now
+from judge.hashing import content_hash  # noqa: E402
+from judge.models.prompts import RenderedPrompt  # noqa: E402
+from judge.store import Store, now  # noqa: E402
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-#: Transient provider errors worth a backoff and another try.
+#: Provider errors worth a backoff and another try (litellm / openai exception names).
 _TRANSIENT = (
     "RateLimitError",
     "Timeout",
@@ -43,8 +55,10 @@ _TRANSIENT = (
     "ServiceUnavailableError",
     "InternalServerError",
     "APITimeoutError",
+    "BadGatewayError",
 )
-
+#: The longest wait between two tries, whatever ``Retry-After`` asks.
+MAX_BACKOFF_S = 60.0
 
 #: How many alternatives a choice call asks for (OpenAI's maximum).
 CHOICE_TOP_LOGPROBS = 20
@@ -60,7 +74,8 @@ def _get(obj: Any, name: str) -> Any:
 def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
     """Log-probabilities of the option letters in the first generated token's top
     alternatives (leading spaces ignored; the best spelling of a letter counts). A letter
-    missing from the top list gets the smallest listed log-probability (an upper bound)."""
+    missing from the top list gets the smallest listed log-probability (an upper bound).
+    Impossible values (above 0, infinite, not a number) fail closed."""
     choices = _get(response, "choices") or []
     logprobs = _get(choices[0], "logprobs") if choices else None
     content = _get(logprobs, "content") if logprobs is not None else None
@@ -71,20 +86,35 @@ def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
         )
     top = [(str(_get(alt, "token") or ""), _get(alt, "logprob"))
            for alt in _get(content[0], "top_logprobs") or []]
-    top = [(token, float(value)) for token, value in top if value is not None]
-    seen: dict[str, float] = {}
+    values = []
     for token, value in top:
+        if value is None:
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"log-probability {value!r} of {token!r} is not a number") from None
+        if math.isnan(number) or number > 1e-6 or number == math.inf:
+            raise ValueError(f"impossible log-probability {value!r} for {token!r}")
+        values.append((token, number))
+    seen: dict[str, float] = {}
+    for token, value in values:
         key = token.strip().upper()
         if key in options:
             seen[key] = max(seen.get(key, -math.inf), value)
     if not seen:
         raise ValueError(f"the model answered none of the options {sorted(options)}")
-    floor = min(value for _, value in top)
+    if any(math.isinf(v) for v in seen.values()) or all(v == -math.inf for _, v in values):
+        raise ValueError("an option letter has log-probability -inf")
+    floor = min(value for _, value in values)
     mass = sum(math.exp(v) for v in seen.values())
     if mass < CHOICE_MIN_MASS:
         raise ValueError(
             f"the model put only {mass:.2f} of its probability on the option letters"
         )
+    if mass > 1.05:  # rounding aside, probabilities cannot sum above 1
+        raise ValueError(f"impossible log-probabilities: the options' probabilities sum to "
+                         f"{mass:.2f}")
     return {value: round(seen.get(letter, floor), 6) for letter, value in options.items()}
 
 
@@ -104,7 +134,7 @@ def _stored_scores(
 
 
 class CallFailed(RuntimeError):
-    """A model call that produced no valid structured output (after bounded retries)."""
+    """A model call that produced no valid output (after bounded retries)."""
 
     def __init__(self, message: str, call_id: str) -> None:
         super().__init__(message)
@@ -115,31 +145,99 @@ class ReplayMiss(RuntimeError):
     """Replay needed a model output that is not in the store."""
 
 
+class RunStopped(RuntimeError):
+    """The run must stop now (the provider keeps failing, or a budget is spent). Raised out of
+    the pipeline, never turned into a verdict: what was not finished is judged on resume."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budgets of one run (None: no limit). Calls served from the store are free."""
+
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
 @dataclass
 class CallStats:
     made: int = 0
     cached: int = 0
     failed: int = 0
+    #: HTTP requests sent (a call that was retried or re-asked counts each try)
+    attempts: int = 0
+    #: identical calls that waited for one already in flight instead of calling again
+    merged: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
     model_mismatch: set[str] = field(default_factory=set)
 
 
-def _is_transient(exc: BaseException) -> bool:
-    seen: set[int] = set()
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
     cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    while cur is not None and all(cur is not s for s in seen):
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+def _is_transient(exc: BaseException) -> bool:
+    for cur in _chain(exc):
         if type(cur).__name__ in _TRANSIENT:
             return True
-        cur = cur.__cause__ or cur.__context__
+        status = _status(cur)
+        if status is not None and (status == 429 or status >= 500):
+            return True
     return False
+
+
+def _status(exc: BaseException) -> int | None:
+    for name in ("status_code", "http_status"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds a provider asked to wait (``Retry-After`` / ``retry-after-ms``), if it did."""
+    for cur in _chain(exc):
+        headers: Any = getattr(cur, "litellm_response_headers", None)
+        if headers is None:
+            headers = getattr(getattr(cur, "response", None), "headers", None)
+        if not headers:
+            continue
+        try:
+            if headers.get("retry-after-ms") is not None:
+                return max(0.0, float(headers.get("retry-after-ms")) / 1000)
+            if headers.get("retry-after") is not None:
+                return max(0.0, float(headers.get("retry-after")))
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def backoff(attempt: int, asked: float | None, base: float = 1.0) -> float:
+    """Seconds to wait before try ``attempt + 1``: what the provider asked, else capped
+    exponential backoff with full jitter."""
+    if asked is not None:
+        return min(MAX_BACKOFF_S, asked)
+    return random.uniform(0, min(MAX_BACKOFF_S, base * 2 ** (attempt - 1)))
 
 
 def _root_message(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) < 2000 else text[:2000] + "…"
+
+
+@cache
+def response_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A response model's JSON schema (built once per model)."""
+    return model.model_json_schema()
 
 
 def ensure_provider(model: str) -> None:
@@ -150,17 +248,60 @@ def ensure_provider(model: str) -> None:
         register()
 
 
-class ModelClient:
-    """Structured model calls with a store-backed cache. ``replay=True`` never calls a model."""
+class _Attempts:
+    """The HTTP attempts of one logical call, as instructor's hooks and the retry loop see
+    them."""
 
-    def __init__(self, config: JudgeConfig, store: Store | None, replay: bool = False) -> None:
+    def __init__(self, call_id: str, run_id: str | None) -> None:
+        self.call_id, self.run_id = call_id, run_id
+        self.rows: list[dict[str, Any]] = []
+        self.responses: list[Any] = []
+        self.parse_errors: list[str] = []
+        self._started = 0.0
+
+    def start(self, *_: Any, **__: Any) -> None:
+        self._started = time.perf_counter()
+
+    def _add(self, status: str, http_status: int | None, error: str | None) -> None:
+        self.rows.append({
+            "call_id": self.call_id, "attempt": len(self.rows) + 1, "run_id": self.run_id,
+            "started_at": now(), "status": status, "http_status": http_status,
+            "latency_ms": round((time.perf_counter() - self._started) * 1000, 1),
+            "error": error,
+        })
+
+    def response(self, response: Any) -> None:
+        self.responses.append(response)
+        self._add("ok", 200, None)
+
+    def error(self, exc: BaseException, **_: Any) -> None:
+        self._add("error", _status(exc), _root_message(exc))
+
+    def parse_error(self, exc: BaseException, **_: Any) -> None:
+        message = _root_message(exc)
+        self.parse_errors.append(message)
+        if self.rows:  # the response arrived; it did not parse
+            self.rows[-1].update({"status": "parse_error", "error": message})
+
+
+class ModelClient:
+    """Model calls with a store-backed cache. ``replay=True`` never calls a model."""
+
+    def __init__(self, config: JudgeConfig, store: Store | None, replay: bool = False,
+                 limits: Limits | None = None) -> None:
         self.config = config
         self.store = store
         self.replay = replay
+        self.limits = limits or Limits()
         self.stats = CallStats()
         self._semaphore = asyncio.Semaphore(config.concurrency)
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self._consecutive_failures = 0
+        self._instructor: Any = None
         if not replay:
             ensure_provider(config.model)
+
+    # -- identity -----------------------------------------------------------------------
 
     def params(self) -> dict[str, Any]:
         return {
@@ -169,9 +310,22 @@ class ModelClient:
             "max_tokens": self.config.max_tokens,
         }
 
+    def choice_params(self) -> dict[str, Any]:
+        return {
+            "temperature": self.config.temperature,
+            "seed": self.config.seed,
+            "max_tokens": 1,
+            "logprobs": True,
+            "top_logprobs": CHOICE_TOP_LOGPROBS,
+        }
+
     def endpoint(self) -> dict[str, Any]:
-        """Where calls go (operational: not part of a call's identity)."""
-        return {"api_base": self.config.api_base} if self.config.api_base else {}
+        """Where calls go and how (operational: not part of a call's identity). The provider
+        SDK and litellm never retry on their own: this client is the one retry layer."""
+        extra: dict[str, Any] = {"num_retries": 0}
+        if self.config.api_base:
+            extra["api_base"] = self.config.api_base
+        return extra
 
     def call_id(self, prompt: RenderedPrompt, schema: dict[str, Any]) -> str:
         return self._call_id(prompt, schema, self.params())
@@ -214,11 +368,13 @@ class ModelClient:
             "run_id": run_id,
         }
 
+    # -- structured calls ---------------------------------------------------------------
+
     async def structured(
         self, prompt: RenderedPrompt, response_model: type[T], purpose: str, run_id: str | None
     ) -> tuple[T, str]:
         """Return (parsed output, call id); raise CallFailed when no valid output exists."""
-        schema = response_model.model_json_schema()
+        schema = response_schema(response_model)
         call_id = self.call_id(prompt, schema)
         stored = self.store.get_call(call_id) if self.store else None
         if stored and stored["error"] is None and stored["raw_output"] is not None:
@@ -232,10 +388,22 @@ class ModelClient:
             if stored and stored["error"]:
                 raise CallFailed(stored["error"], call_id)
             raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
-        async with self._semaphore:
-            return await self._call(prompt, response_model, schema, call_id, purpose, run_id)
+        result: tuple[T, str] = await self._once(
+            call_id, lambda: self._structured_call(prompt, response_model, schema, call_id,
+                                                   purpose, run_id))
+        return result
 
-    async def _call(
+    def _client(self) -> Any:
+        if self._instructor is None:
+            import instructor
+            import litellm
+
+            litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+            self._instructor = instructor.from_litellm(
+                litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
+        return self._instructor
+
+    async def _structured_call(
         self,
         prompt: RenderedPrompt,
         response_model: type[T],
@@ -244,16 +412,15 @@ class ModelClient:
         purpose: str,
         run_id: str | None,
     ) -> tuple[T, str]:
-        import instructor
-        import litellm
+        from instructor.core.hooks import Hooks
 
-        litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
-        attempts: list[dict[str, Any]] = []
-        client = instructor.from_litellm(litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
-        client.on("completion:response", lambda resp: attempts.append({"response": resp}))
-        client.on(
-            "parse:error", lambda err, **_: attempts.append({"parse_error": _root_message(err)})
-        )
+        client = self._client()
+        attempts = _Attempts(call_id, run_id)
+        hooks = Hooks()
+        hooks.on("completion:kwargs", attempts.start)
+        hooks.on("completion:response", attempts.response)
+        hooks.on("completion:error", attempts.error)
+        hooks.on("parse:error", attempts.parse_error)
         row = self._row(prompt, schema, call_id, purpose, run_id, self.params())
         started = time.perf_counter()
         result, error = await self._retrying(
@@ -261,7 +428,8 @@ class ModelClient:
                 model=self.config.model,
                 messages=prompt.messages,
                 response_model=response_model,
-                max_retries=self.config.retries + 1,
+                max_retries=self.config.reasks,
+                hooks=hooks,
                 timeout=self.config.timeout_s,
                 **self.params(),
                 **self.endpoint(),
@@ -269,40 +437,28 @@ class ModelClient:
         )
         parsed: T | None = result[0] if result is not None else None
         latency = (time.perf_counter() - started) * 1000
-        responses = [a["response"] for a in attempts if "response" in a]
-        parse_errors = [a["parse_error"] for a in attempts if "parse_error" in a]
-        row.update(self._describe(responses[-1] if responses else None))
+        row.update(self._describe(attempts.responses))
         if row.get("finish_reason") == "length":
             parsed = None
             error = "truncated output (finish_reason=length); raise max_tokens or shorten input"
-        if error and parse_errors:
-            error = f"{error} | parse errors: {json.dumps(parse_errors, ensure_ascii=False)}"
+        if error and attempts.parse_errors:
+            error = (f"{error} | parse errors: "
+                     f"{json.dumps(attempts.parse_errors, ensure_ascii=False)}")
         row.update(
             {
                 "parsed": parsed.model_dump(mode="json") if parsed is not None else None,
                 "error": error,
                 "latency_ms": round(latency, 1),
-                "attempts": max(1, len(responses)),
+                "attempts": max(1, len(attempts.rows)),
                 "created_at": now(),
             }
         )
-        self._account(row, ok=parsed is not None)
-        if self.store:
-            self.store.save_call(row)
+        self._finish(row, attempts, ok=parsed is not None)
         if parsed is None:
             raise CallFailed(error or "no output", call_id)
         return parsed, call_id
 
     # -- choice calls: one forward pass, the option letters' log-probabilities -------------
-
-    def choice_params(self) -> dict[str, Any]:
-        return {
-            "temperature": self.config.temperature,
-            "seed": self.config.seed,
-            "max_tokens": 1,
-            "logprobs": True,
-            "top_logprobs": CHOICE_TOP_LOGPROBS,
-        }
 
     async def choice(
         self, prompt: RenderedPrompt, options: dict[str, str], purpose: str, run_id: str | None
@@ -324,8 +480,9 @@ class ModelClient:
             if stored and stored["error"]:
                 raise CallFailed(stored["error"], call_id)
             raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
-        async with self._semaphore:
-            return await self._choice_call(prompt, options, schema, call_id, purpose, run_id)
+        result: tuple[dict[str, float], str] = await self._once(
+            call_id, lambda: self._choice_call(prompt, options, schema, call_id, purpose, run_id))
+        return result
 
     async def _choice_call(
         self,
@@ -339,79 +496,152 @@ class ModelClient:
         import litellm
 
         litellm.suppress_debug_info = True
+        attempts = _Attempts(call_id, run_id)
         row = self._row(prompt, schema, call_id, purpose, run_id, self.choice_params())
         started = time.perf_counter()
+
+        async def send() -> Any:
+            attempts.start()
+            try:
+                response = await litellm.acompletion(
+                    model=self.config.model,
+                    messages=prompt.messages,
+                    timeout=self.config.timeout_s,
+                    **self.choice_params(),
+                    **self.endpoint(),
+                )
+            except Exception as exc:
+                attempts.error(exc)
+                raise
+            attempts.response(response)
+            return response
+
         scores = None
-        response, error = await self._retrying(
-            lambda: litellm.acompletion(
-                model=self.config.model,
-                messages=prompt.messages,
-                timeout=self.config.timeout_s,
-                **self.choice_params(),
-                **self.endpoint(),
-            )
-        )
-        row.update(self._describe(response))
+        response, error = await self._retrying(send)
+        row.update(self._describe(attempts.responses))
         if response is not None:
             try:
                 scores = option_logprobs(response, options)
             except ValueError as exc:
                 error = str(exc)
+                attempts.parse_error(exc)
         row.update(
             {
                 "parsed": {"logprobs": scores} if scores is not None else None,
                 "error": error,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 1),
-                "attempts": 1,
+                "attempts": max(1, len(attempts.rows)),
                 "created_at": now(),
             }
         )
-        self._account(row, ok=scores is not None)
-        if self.store:
-            self.store.save_call(row)
+        self._finish(row, attempts, ok=scores is not None)
         if scores is None:
             raise CallFailed(error or "no output", call_id)
         return scores, call_id
 
+    # -- shared -------------------------------------------------------------------------
+
+    async def _once(self, call_id: str, make: Callable[[], Awaitable[R]]) -> R:
+        """Make a call, unless the identical call is in flight: then wait for its result."""
+        pending = self._inflight.get(call_id)
+        if pending is not None:
+            self.stats.merged += 1
+            return await asyncio.shield(pending)  # type: ignore[no-any-return]
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[call_id] = future
+        try:
+            async with self._semaphore:
+                self._check_limits()
+                result = await make()
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters re-raise it, no "never retrieved" warning
+            raise
+        else:
+            future.set_result(result)
+            return result
+        finally:
+            del self._inflight[call_id]
+
+    def _check_limits(self) -> None:
+        limits, stats = self.limits, self.stats
+        spent = []
+        if limits.max_calls is not None and stats.made >= limits.max_calls:
+            spent.append(f"{stats.made} model calls (--max-calls {limits.max_calls})")
+        tokens = stats.prompt_tokens + stats.completion_tokens
+        if limits.max_tokens is not None and tokens >= limits.max_tokens:
+            spent.append(f"{tokens} tokens (--max-tokens {limits.max_tokens})")
+        if limits.max_cost is not None and stats.cost >= limits.max_cost:
+            spent.append(f"${stats.cost:.4f} (--max-cost {limits.max_cost})")
+        if spent:
+            raise RunStopped("budget spent: " + ", ".join(spent))
+
     async def _retrying(self, call: Callable[[], Awaitable[R]]) -> tuple[R | None, str | None]:
-        """(result, None) or (None, error): transient provider errors are retried with
-        backoff, up to ``retries`` times; every other failure is returned at once."""
+        """(result, None) or (None, error): transient provider errors are tried again after
+        a backoff, up to ``retries`` times; every other failure is returned at once."""
         error = None
-        for network_try in range(self.config.retries + 1):
+        transient = False
+        for attempt in range(1, self.config.retries + 2):
             try:
-                return await call(), None
+                result = await call()
             except Exception as exc:  # fail closed: every failure is recorded
                 error = _root_message(exc)
-                if _is_transient(exc) and network_try < self.config.retries:
-                    await asyncio.sleep(min(30.0, 2.0 * 2**network_try))
+                transient = _is_transient(exc)
+                if transient and attempt <= self.config.retries:
+                    await asyncio.sleep(backoff(attempt, retry_after(exc),
+                                                self.config.backoff_s))
                     continue
                 break
+            self._consecutive_failures = 0
+            return result, None
+        if transient:
+            self._consecutive_failures += 1
         return None, error
 
-    def _describe(self, response: Any) -> dict[str, Any]:
-        if response is None:
-            return {"raw_output": None, "model_answered": None, "finish_reason": None}
-        choice = response.choices[0] if getattr(response, "choices", None) else None
-        usage = getattr(response, "usage", None)
-        cost = None
-        try:
-            import litellm
+    def _finish(self, row: dict[str, Any], attempts: _Attempts, ok: bool) -> None:
+        self._account(row, attempts, ok)
+        if self.store:
+            self.store.save_call(row, attempts.rows)
+        if self._consecutive_failures >= self.config.breaker_after:
+            raise RunStopped(
+                f"the provider failed {self._consecutive_failures} calls in a row (last: "
+                f"{row.get('error')}); stopped so as not to turn a whole batch into judge "
+                "errors. Run the same command again to resume when it is back."
+            )
 
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:  # unknown models have no price; cost stays unknown
-            cost = None
+    def _describe(self, responses: list[Any]) -> dict[str, Any]:
+        """The last response's output and model; tokens and cost summed over every response
+        (a re-asked call pays for each)."""
+        if not responses:
+            return {"raw_output": None, "model_answered": None, "finish_reason": None}
+        response = responses[-1]
+        choice = response.choices[0] if getattr(response, "choices", None) else None
+        prompt_tokens = completion_tokens = 0
+        costs: list[float | None] = []
+        import litellm
+
+        for each in responses:
+            usage = getattr(each, "usage", None)
+            prompt_tokens += getattr(usage, "prompt_tokens", None) or 0
+            completion_tokens += getattr(usage, "completion_tokens", None) or 0
+            try:
+                costs.append(float(litellm.completion_cost(completion_response=each)))
+            except Exception:  # unknown models have no price; cost stays unknown
+                costs.append(None)
+        cost = None if None in costs else sum(c for c in costs if c is not None)
         return {
             "raw_output": getattr(getattr(choice, "message", None), "content", None),
             "model_answered": getattr(response, "model", None),
             "system_fingerprint": getattr(response, "system_fingerprint", None),
             "finish_reason": getattr(choice, "finish_reason", None),
-            "prompt_tokens": getattr(usage, "prompt_tokens", None),
-            "completion_tokens": getattr(usage, "completion_tokens", None),
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
             "cost": cost,
         }
 
-    def _account(self, row: dict[str, Any], ok: bool) -> None:
+    def _account(self, row: dict[str, Any], attempts: _Attempts, ok: bool) -> None:
         self.stats.made += 1
+        self.stats.attempts += max(1, len(attempts.rows))
         self.stats.failed += 0 if ok else 1
         self.stats.prompt_tokens += row.get("prompt_tokens") or 0
         self.stats.completion_tokens += row.get("completion_tokens") or 0

@@ -12,12 +12,20 @@ class CallsMixin(StoreBase):
     def get_call(self, call_id: str) -> dict[str, Any] | None:
         return next(self.db.query("select * from calls where id = ?", [call_id]), None)
 
-    def save_call(self, row: dict[str, Any]) -> None:
+    def save_call(self, row: dict[str, Any], attempts: Iterable[dict[str, Any]] = ()) -> None:
         """Calls are saved as soon as they return, so a killed run loses none. A failed
-        call is replaced by a later successful one with the same key."""
+        call is replaced by a later successful one with the same key; its HTTP attempts are
+        appended (every attempt of every try stays)."""
         row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
         with self.transaction():
             self.db["calls"].insert(row, replace=True)
+            attempts = list(attempts)
+            if attempts:
+                self.db["call_attempts"].insert_all(attempts)
+
+    def call_attempts(self, call_id: str) -> list[dict[str, Any]]:
+        """Every HTTP attempt of a call, oldest first."""
+        return self.rows("select * from call_attempts where call_id = ? order by id", [call_id])
 
 
     def call_rows(self, call_ids: Iterable[str], columns: str = "*") -> Iterator[dict[str, Any]]:

@@ -277,6 +277,28 @@ def m005_support_and_order(db: sqlite_utils.Database) -> None:
     db["queues"].add_column("ordering", str)
 
 
+@migration
+def m006_call_attempts(db: sqlite_utils.Database) -> None:
+    """Every HTTP attempt of a model call (a call retried after a 503 or re-asked after an
+    output that did not parse has several): when, how it ended, how long it took. The calls
+    table keeps the logical call and its final outcome."""
+    db["call_attempts"].create(
+        {
+            "id": int,
+            "call_id": str,
+            "attempt": int,
+            "run_id": str,
+            "started_at": str,
+            "status": str,
+            "http_status": int,
+            "latency_ms": float,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["call_attempts"].create_index(["call_id"])
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
