@@ -58,7 +58,7 @@ class ReplayReport:
 
 def replay_run(store: Store, run_id: str) -> ReplayReport:
     run = store.run(run_id)
-    version_row = store.db["judge_versions"].get(run["judge_version"])
+    version_row = store.db.table("judge_versions").get(run["judge_version"])
     config = JudgeConfig.model_validate(json.loads(version_row["config"]))
     pipeline = build_pipeline(config, store, replay=True)
     report = ReplayReport(run_id, run["judge_version"])

@@ -17,7 +17,7 @@ class CallsMixin(StoreBase):
         call is replaced by a later successful one with the same key."""
         row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
         with self.transaction():
-            self.db["calls"].insert(row, replace=True)
+            self.db.table("calls").insert(row, replace=True)
 
 
     def call_rows(self, call_ids: Iterable[str], columns: str = "*") -> Iterator[dict[str, Any]]:
