@@ -118,7 +118,7 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 )
                 continue
             new = verdict.model_dump(mode="json")
-            compared = COMPARED
+            compared: tuple[str, ...] = COMPARED
             if old.get("support") is not None:
                 compared += ("support",)
             elif new["support"] is not None:  # stored before the judge kept it: fill it in
