@@ -249,7 +249,11 @@ class ModelClient:
 
         litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
         attempts: list[dict[str, Any]] = []
-        client = instructor.from_litellm(litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
+        # async_client=True is what instructor detects at run time for acompletion; said
+        # explicitly so the type checker picks the AsyncInstructor overload.
+        client = instructor.from_litellm(
+            litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA, async_client=True
+        )
         client.on("completion:response", lambda resp: attempts.append({"response": resp}))
         client.on(
             "parse:error", lambda err, **_: attempts.append({"parse_error": _root_message(err)})
@@ -259,7 +263,8 @@ class ModelClient:
         result, error = await self._retrying(
             lambda: client.create_with_completion(
                 model=self.config.model,
-                messages=prompt.messages,
+                # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
+                messages=prompt.messages,  # type: ignore[arg-type]
                 response_model=response_model,
                 max_retries=self.config.retries + 1,
                 timeout=self.config.timeout_s,
