@@ -33,6 +33,7 @@ run: $(STAMP)
 
 test: $(STAMP) browser
 	$(BIN)/ruff check judge calibration tests bench
+	$(BIN)/python -m mypy judge calibration
 	$(BIN)/python -m pytest -q -ra
 
 test-fast: $(STAMP)
@@ -40,6 +41,7 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check judge calibration tests bench
+	$(BIN)/python -m mypy judge calibration
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypeGuard
 
 from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup
@@ -22,7 +23,7 @@ from calibration.thresholds import ThresholdViolation
 _BAR_WIDTH = 160
 
 
-def _defined(x: float | None) -> bool:
+def _defined(x: float | None) -> TypeGuard[float]:
     return x is not None and math.isfinite(x)
 
 

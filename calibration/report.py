@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from itertools import combinations
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, field_validator
 
@@ -500,7 +500,7 @@ def human_agreement(
             "self-agreement, not inter-annotator agreement; only the first label is used "
             "between annotators"
         )
-    boot = dict(seed=seed, n_resamples=n_resamples, confidence=confidence)
+    boot: dict[str, Any] = dict(seed=seed, n_resamples=n_resamples, confidence=confidence)
     alpha = krippendorff_alpha(
         [[per.get(a) for a in annotators] for per in shared.values()], **boot
     )
@@ -524,6 +524,7 @@ def human_agreement(
                                       len(histories), confidence),
             kappa=cohen_kappa([h[0] for h in histories], [h[1] for h in histories], **boot),
         ))
+    method: Literal["cohen_kappa", "krippendorff_alpha"]
     if len(annotators) == 2 and pairwise:
         method, value = "cohen_kappa", pairwise[0].kappa
     else:

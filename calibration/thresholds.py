@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import Generic, TypeVar
 
 from calibration.drift import DriftReport
 from calibration.report import CalibrationReport
@@ -40,12 +41,16 @@ def _fmt(e: Estimate) -> str:
     return f"{e.value:.4g} (n={e.n}{ci})"
 
 
-class _Rule:
+R = TypeVar("R", DriftReport, CalibrationReport)
+
+
+class _Rule(Generic[R]):
     """How to read one threshold: the observed estimate (``None`` when not evaluable, with a
     reason), whether a value above or below the limit violates it, and what it measures."""
 
-    def __init__(self, what: str, side: str, get: Callable[[object], Estimate | str]):
-        self.what, self.side, self.get = what, side, get
+    def __init__(self, what: str, side: str, get: Callable[[R], Estimate | str]):
+        self.what, self.side = what, side
+        self.get: Callable[[R], Estimate | str] = get
 
 
 def _negated(e: Estimate) -> Estimate:
@@ -61,7 +66,7 @@ def _gold(field: str, negate: bool = False) -> Callable[[DriftReport], Estimate 
     return get
 
 
-_DRIFT: dict[str, _Rule] = {
+_DRIFT: dict[str, _Rule[DriftReport]] = {
     "kappa_below": _Rule("kappa between versions", "below", lambda r: r.kappa),
     "agreement_below": _Rule("agreement between versions", "below", lambda r: r.agreement),
     "flip_rate_above": _Rule("share of claims flipped", "above", lambda r: Estimate(
@@ -76,7 +81,7 @@ _DRIFT: dict[str, _Rule] = {
                                     lambda r: Estimate(value=r.stuart_maxwell.p_value, n=r.n)),
 }
 
-_CALIBRATION: dict[str, _Rule] = {
+_CALIBRATION: dict[str, _Rule[CalibrationReport]] = {
     "kappa_below": _Rule("judge-gold kappa", "below", lambda r: r.kappa),
     "accuracy_below": _Rule("accuracy", "below", lambda r: r.accuracy),
     "balanced_accuracy_below": _Rule("balanced accuracy", "below",
@@ -99,11 +104,15 @@ def check_thresholds(
     the change A - B, ``*_above`` / ``*_below`` the value itself; equality is not a violation.
     """
     if isinstance(report, DriftReport):
-        rules, kind = _DRIFT, "drift"
-    elif isinstance(report, CalibrationReport):
-        rules, kind = _CALIBRATION, "calibration"
-    else:
-        raise TypeError(f"expected a DriftReport or CalibrationReport, got {type(report)!r}")
+        return _violations(_DRIFT, report, "drift", fail_on)
+    if isinstance(report, CalibrationReport):
+        return _violations(_CALIBRATION, report, "calibration", fail_on)
+    raise TypeError(f"expected a DriftReport or CalibrationReport, got {type(report)!r}")
+
+
+def _violations(
+    rules: Mapping[str, _Rule[R]], report: R, kind: str, fail_on: Mapping[str, float]
+) -> list[ThresholdViolation]:
     unknown = sorted(set(fail_on) - set(rules))
     if unknown:
         raise ValueError(

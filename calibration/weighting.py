@@ -215,11 +215,11 @@ def weighted_rate(
     counts: dict[str, int] = {}
     for name in names:
         counts[name] = counts.get(name, 0) + 1
-    for name, count in counts.items():
+    for name, given in counts.items():
         stratum = design.stratum(name)
-        if stratum.sample_size != count:
+        if stratum.sample_size != given:
             raise ValueError(f"stratum {name!r}: design says {stratum.sample_size} labelled "
-                             f"items, {count} given")
+                             f"items, {given} given")
     x = np.array([True] * len(hits) if domain is None else list(domain), dtype=float)
     y = np.array(list(hits), dtype=float) * x
     w = np.array([design.stratum(name).weight for name in names], dtype=float)

@@ -32,6 +32,7 @@ class Assembler:
         checks: list[Check] = run_claim_checks(claim.text, claim.citations, record)
         reasons: list[str] = []
         evidence: list[Evidence]
+        subtype: str | None
         if judgement is None or error is not None:
             label, subtype, evidence, rationale = JUDGE_ERROR, None, [], None
             reasons.append(JUDGE_ERROR)
@@ -43,6 +44,7 @@ class Assembler:
                 Evidence(source_id=e.source_id[:200], quote=e.quote[:MAX_QUOTE])
                 for e in judgement.evidence[:MAX_EVIDENCE]
             ]
+            quote_checks: list[Check]
             if located is not None:  # located by the program: found by construction
                 evidence, quote_checks = located, []
             else:

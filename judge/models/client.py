@@ -399,8 +399,10 @@ class ModelClient:
             import litellm
 
             litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+            # async_client=True is what instructor detects at run time for acompletion; said
+            # explicitly so the type checker picks the AsyncInstructor overload.
             self._instructor = instructor.from_litellm(
-                litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
+                litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA, async_client=True)
         return self._instructor
 
     async def _structured_call(
@@ -426,7 +428,8 @@ class ModelClient:
         result, error = await self._retrying(
             lambda: client.create_with_completion(
                 model=self.config.model,
-                messages=prompt.messages,
+                # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
+                messages=prompt.messages,  # type: ignore[arg-type]
                 response_model=response_model,
                 max_retries=self.config.reasks,
                 hooks=hooks,

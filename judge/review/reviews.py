@@ -88,7 +88,7 @@ def _model_names(store: Store) -> set[str]:
 
 
 def is_human(annotator: str | None) -> bool:
-    return bool(annotator) and annotator.startswith(HUMAN_PREFIX) and bool(
+    return annotator is not None and annotator.startswith(HUMAN_PREFIX) and bool(
         _NAME.fullmatch(annotator[len(HUMAN_PREFIX):])
     )
 

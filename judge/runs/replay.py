@@ -58,7 +58,7 @@ class ReplayReport:
 
 def replay_run(store: Store, run_id: str) -> ReplayReport:
     run = store.run(run_id)
-    version_row = store.db["judge_versions"].get(run["judge_version"])
+    version_row = store.db.table("judge_versions").get(run["judge_version"])
     config = JudgeConfig.model_validate(json.loads(version_row["config"]))
     pipeline = build_pipeline(config, store, replay=True)
     report = ReplayReport(run_id, run["judge_version"])
@@ -118,7 +118,7 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 )
                 continue
             new = verdict.model_dump(mode="json")
-            compared = COMPARED
+            compared: tuple[str, ...] = COMPARED
             if old.get("support") is not None:
                 compared += ("support",)
             elif new["support"] is not None:  # stored before the judge kept it: fill it in

@@ -313,9 +313,15 @@ def submit_review(body: ReviewIn, request: Request, user: User, store: Db) -> di
         if body.item_id is not None:
             item = get_item(store, body.item_id)
         else:
-            item = store.latest_queue_item_of_claim(body.claim_id)
-            if item is None:
+            # ReviewIn's validator gives exactly one of item_id and claim_id
+            found = (
+                store.latest_queue_item_of_claim(body.claim_id)
+                if body.claim_id is not None
+                else None
+            )
+            if found is None:
                 raise QueueError(f"claim {body.claim_id!r} is in no review queue")
+            item = found
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +67,9 @@ def parse_tokens(spec: str) -> dict[str, Identity]:
     return tokens
 
 
-def load_tokens(tokens_file: Path | None = None, env: dict[str, str] | None = None) -> dict:
+def load_tokens(
+    tokens_file: Path | None = None, env: Mapping[str, str] | None = None
+) -> dict:
     """Tokens from a file (same syntax, one per line) and/or ``$CLAIM_JUDGE_TOKENS``."""
     env = os.environ if env is None else env
     tokens: dict[str, Identity] = {}

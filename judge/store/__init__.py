@@ -19,6 +19,6 @@ from judge.store.runs import RunsMixin
 __all__ = ["Store", "StoreError", "dumps", "now", "record_sha", "verdict_id"]
 
 
-class Store(RunsMixin, AnswersMixin, CallsMixin, ReviewsMixin, QueuesMixin):
+class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""

@@ -9,14 +9,17 @@ from typing import Any
 
 from judge.fingerprint import code_fingerprint
 from judge.records import AnswerRecord
-from judge.store.base import StoreBase, dumps, now, record_sha, verdict_id
+from judge.store.base import dumps, now, record_sha, verdict_id
+from judge.store.runs import RunsMixin
 from judge.verdicts import Claim, Verdict
 
 #: JSON columns of the answer view.
 _JSON_COLUMNS = ("evidence", "checks", "review_reasons", "call_ids", "citations")
 
 
-class AnswersMixin(StoreBase):
+class AnswersMixin(RunsMixin):
+    """Reads runs (a run's judge version), so it builds on :class:`RunsMixin`."""
+
     def answer_conflict(self, record: AnswerRecord) -> str | None:
         """An error message when this answer id is stored with different content."""
         row = next(
@@ -58,7 +61,9 @@ class AnswersMixin(StoreBase):
             )
         )
         with self.transaction():
-            self.db["run_answers"].insert({**prior, "run_id": run_id, "line": line}, replace=True)
+            self.db.table("run_answers").insert(
+                {**prior, "run_id": run_id, "line": line}, replace=True
+            )
         known = [prior["code"], *json.loads(prior["reproduced_by"] or "[]")]
         return [code for code in known if code]
 
@@ -74,7 +79,7 @@ class AnswersMixin(StoreBase):
             for row in rows:
                 known = json.loads(row["reproduced_by"] or "[]")
                 if code not in known:
-                    self.db["run_answers"].update(
+                    self.db.table("run_answers").update(
                         (row["run_id"], row["answer_id"]), {"reproduced_by": dumps([*known, code])}
                     )
 
@@ -102,7 +107,7 @@ class AnswersMixin(StoreBase):
         """Everything about one answer in one transaction: a kill leaves all or nothing."""
         stamp = now()
         with self.transaction():
-            self.db["answers"].insert(
+            self.db.table("answers").insert(
                 {
                     "id": record.answer_id,
                     "record_sha256": record_sha(record),
@@ -115,7 +120,7 @@ class AnswersMixin(StoreBase):
                 },
                 ignore=True,
             )
-            self.db["sources"].insert_all(
+            self.db.table("sources").insert_all(
                 (
                     {
                         "answer_id": record.answer_id,
@@ -131,7 +136,7 @@ class AnswersMixin(StoreBase):
                 ignore=True,
             )
             for claim in claims:
-                self.db["claims"].insert(
+                self.db.table("claims").insert(
                     {
                         "id": claim.id,
                         "answer_id": claim.answer_id,
@@ -145,7 +150,7 @@ class AnswersMixin(StoreBase):
                     },
                     ignore=True,
                 )
-                self.db["answer_claims"].insert(
+                self.db.table("answer_claims").insert(
                     {
                         "judge_version": judge_version,
                         "answer_id": claim.answer_id,
@@ -156,7 +161,7 @@ class AnswersMixin(StoreBase):
                 )
             for verdict in verdicts:
                 self._insert_verdict(verdict, run_id, stamp)
-            self.db["run_answers"].insert(
+            self.db.table("run_answers").insert(
                 {
                     "run_id": run_id,
                     "answer_id": record.answer_id,
@@ -176,7 +181,7 @@ class AnswersMixin(StoreBase):
         exists = next(self.db.query("select 1 from verdicts where id = ?", [vid]), None)
         if exists:
             return
-        self.db["verdicts"].insert(
+        self.db.table("verdicts").insert(
             {
                 "id": vid,
                 "judge_version": verdict.judge_version,
@@ -197,7 +202,7 @@ class AnswersMixin(StoreBase):
                 "created_at": stamp,
             }
         )
-        self.db["checks"].insert_all(
+        self.db.table("checks").insert_all(
             (
                 {
                     "verdict_id": vid,

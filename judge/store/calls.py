@@ -18,10 +18,10 @@ class CallsMixin(StoreBase):
         appended (every attempt of every try stays)."""
         row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
         with self.transaction():
-            self.db["calls"].insert(row, replace=True)
+            self.db.table("calls").insert(row, replace=True)
             attempts = list(attempts)
             if attempts:
-                self.db["call_attempts"].insert_all(attempts)
+                self.db.table("call_attempts").insert_all(attempts)
 
     def call_attempts(self, call_id: str) -> list[dict[str, Any]]:
         """Every HTTP attempt of a call, oldest first."""

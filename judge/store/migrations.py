@@ -22,10 +22,10 @@ def migration(fn: Migration) -> Migration:
 
 @migration
 def m001_core(db: sqlite_utils.Database) -> None:
-    db["judge_versions"].create(
+    db.table("judge_versions").create(
         {"id": str, "model": str, "config": str, "templates": str, "created_at": str}, pk="id"
     )
-    db["runs"].create(
+    db.table("runs").create(
         {
             "id": str,
             "judge_version": str,
@@ -40,7 +40,7 @@ def m001_core(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("judge_version", "judge_versions", "id")],
     )
-    db["answers"].create(
+    db.table("answers").create(
         {
             "id": str,
             "record_sha256": str,
@@ -53,7 +53,7 @@ def m001_core(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["sources"].create(
+    db.table("sources").create(
         {
             "answer_id": str,
             "id": str,
@@ -65,7 +65,7 @@ def m001_core(db: sqlite_utils.Database) -> None:
         },
         pk=("answer_id", "id"),
     )
-    db["run_answers"].create(
+    db.table("run_answers").create(
         {
             "run_id": str,
             "answer_id": str,
@@ -78,8 +78,10 @@ def m001_core(db: sqlite_utils.Database) -> None:
         },
         pk=("run_id", "answer_id"),
     )
-    db["rejected_lines"].create({"run_id": str, "line": int, "error": str}, pk=("run_id", "line"))
-    db["claims"].create(
+    db.table("rejected_lines").create(
+        {"run_id": str, "line": int, "error": str}, pk=("run_id", "line")
+    )
+    db.table("claims").create(
         {
             "id": str,
             "answer_id": str,
@@ -92,11 +94,11 @@ def m001_core(db: sqlite_utils.Database) -> None:
         pk="id",
     )
     # Split results are per judge version: which claims this version found in this answer.
-    db["answer_claims"].create(
+    db.table("answer_claims").create(
         {"judge_version": str, "answer_id": str, "claim_id": str, "idx": int},
         pk=("judge_version", "answer_id", "claim_id"),
     )
-    db["verdicts"].create(
+    db.table("verdicts").create(
         {
             "id": str,
             "judge_version": str,
@@ -117,9 +119,9 @@ def m001_core(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["verdicts"].create_index(["judge_version", "claim_id"], unique=True)
-    db["verdicts"].create_index(["answer_id"])
-    db["checks"].create(
+    db.table("verdicts").create_index(["judge_version", "claim_id"], unique=True)
+    db.table("verdicts").create_index(["answer_id"])
+    db.table("checks").create(
         {
             "verdict_id": str,
             "seq": int,
@@ -130,8 +132,8 @@ def m001_core(db: sqlite_utils.Database) -> None:
         },
         pk=("verdict_id", "seq"),
     )
-    db["checks"].create_index(["name", "outcome"])
-    db["calls"].create(
+    db.table("checks").create_index(["name", "outcome"])
+    db.table("calls").create(
         {
             "id": str,
             "purpose": str,
@@ -164,7 +166,7 @@ def m001_core(db: sqlite_utils.Database) -> None:
 def m002_review(db: sqlite_utils.Database) -> None:
     """Review queues (strata and weights per item), human reviews (append-only history)
     and adjudications (decisions that keep the reviews they decide between)."""
-    db["queues"].create(
+    db.table("queues").create(
         {
             "id": str,
             "created_at": str,
@@ -181,7 +183,7 @@ def m002_review(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["queue_items"].create(
+    db.table("queue_items").create(
         {
             "id": str,
             "queue_id": str,
@@ -203,11 +205,11 @@ def m002_review(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["queue_items"].create_index(["queue_id", "position"], unique=True)
-    db["queue_items"].create_index(["queue_id", "subject"], unique=True)
-    db["queue_items"].create_index(["subject"])
+    db.table("queue_items").create_index(["queue_id", "position"], unique=True)
+    db.table("queue_items").create_index(["queue_id", "subject"], unique=True)
+    db.table("queue_items").create_index(["subject"])
     # One row per decision; a revision is a new row that names the one it supersedes.
-    db["reviews"].create(
+    db.table("reviews").create(
         {
             "id": str,
             "subject": str,
@@ -228,9 +230,9 @@ def m002_review(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["reviews"].create_index(["subject", "annotator", "revision"], unique=True)
-    db["reviews"].create_index(["annotator"])
-    db["adjudications"].create(
+    db.table("reviews").create_index(["subject", "annotator", "revision"], unique=True)
+    db.table("reviews").create_index(["annotator"])
+    db.table("adjudications").create(
         {
             "id": str,
             "subject": str,
@@ -249,22 +251,22 @@ def m002_review(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["adjudications"].create_index(["subject", "revision"], unique=True)
+    db.table("adjudications").create_index(["subject", "revision"], unique=True)
 
 
 @migration
 def m003_code_fingerprint(db: sqlite_utils.Database) -> None:
     """Which code (judge.fingerprint) started a run and judged each answer; unknown (null)
     for what was stored before this migration."""
-    db["runs"].add_column("code", str)
-    db["run_answers"].add_column("code", str)
+    db.table("runs").add_column("code", str)
+    db.table("run_answers").add_column("code", str)
 
 
 @migration
 def m004_code_reproduced(db: sqlite_utils.Database) -> None:
     """The code fingerprints whose ``judge replay`` gave an answer's stored verdicts exactly
     (a JSON list): reusing those verdicts under such code is not stale."""
-    db["run_answers"].add_column("reproduced_by", str)
+    db.table("run_answers").add_column("reproduced_by", str)
 
 
 @migration
@@ -273,8 +275,8 @@ def m005_support_and_order(db: sqlite_utils.Database) -> None:
     for the structured strategies and for what was stored before; ``judge replay`` fills it
     in for verdicts it reproduces), and the reading order a queue was built with (null =
     ``priority``, the only order before this migration)."""
-    db["verdicts"].add_column("support", float)
-    db["queues"].add_column("ordering", str)
+    db.table("verdicts").add_column("support", float)
+    db.table("queues").add_column("ordering", str)
 
 
 @migration
@@ -282,7 +284,7 @@ def m006_call_attempts(db: sqlite_utils.Database) -> None:
     """Every HTTP attempt of a model call (a call retried after a 503 or re-asked after an
     output that did not parse has several): when, how it ended, how long it took. The calls
     table keeps the logical call and its final outcome."""
-    db["call_attempts"].create(
+    db.table("call_attempts").create(
         {
             "id": int,
             "call_id": str,
@@ -296,7 +298,7 @@ def m006_call_attempts(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["call_attempts"].create_index(["call_id"])
+    db.table("call_attempts").create_index(["call_id"])
 
 
 @contextmanager
@@ -323,7 +325,7 @@ def apply_migrations(db: sqlite_utils.Database) -> list[str]:
     new file at once do not both create the tables; return the names applied."""
     applied: list[str] = []
     with write_transaction(db):
-        table = db["_migrations"]
+        table = db.table("_migrations")
         if not table.exists():
             table.create({"name": str, "applied_at": str}, pk="name")
         done = {row["name"] for row in table.rows}

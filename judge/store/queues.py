@@ -24,8 +24,8 @@ class QueuesMixin(StoreBase):
     def insert_queue(self, queue: dict[str, Any], items: list[dict[str, Any]]) -> None:
         """A queue and all its items, in one transaction."""
         with self.transaction():
-            self.db["queues"].insert(queue)
-            self.db["queue_items"].insert_all(items)
+            self.db.table("queues").insert(queue)
+            self.db.table("queue_items").insert_all(items)
 
     def queue_rows(self) -> list[dict[str, Any]]:
         return [_queue(r) for r in self.db.query("select * from queues order by created_at")]

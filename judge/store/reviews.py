@@ -50,7 +50,7 @@ class ReviewsMixin(StoreBase):
 
     def insert_review(self, row: dict[str, Any]) -> None:
         """Inside a transaction the caller holds."""
-        self.db["reviews"].insert(row)
+        self.db.table("reviews").insert(row)
 
     def adjudication_rows(self, subject: str | None = None) -> list[dict[str, Any]]:
         """Adjudications (of one subject, or all) by subject and revision, ``review_ids``
@@ -68,7 +68,7 @@ class ReviewsMixin(StoreBase):
 
     def insert_adjudication(self, row: dict[str, Any]) -> None:
         with self.transaction():
-            self.db["adjudications"].insert(row)
+            self.db.table("adjudications").insert(row)
 
     def reviewed_queue_items(self, queue_id: str | None = None) -> list[dict[str, Any]]:
         """Queue items whose subject has a review (of one queue, or all), oldest queue first,

@@ -17,7 +17,7 @@ class RunsMixin(StoreBase):
         self, version: str, model: str, config: dict[str, Any], templates: dict[str, str]
     ) -> None:
         with self.transaction():
-            self.db["judge_versions"].insert(
+            self.db.table("judge_versions").insert(
                 {
                     "id": version,
                     "model": model,
@@ -49,7 +49,7 @@ class RunsMixin(StoreBase):
         started = now()
         run_id = "run-" + content_hash([judge_version, input_sha256, started])[:12]
         with self.transaction():
-            self.db["runs"].insert(
+            self.db.table("runs").insert(
                 {
                     "id": run_id,
                     "judge_version": judge_version,
@@ -67,13 +67,13 @@ class RunsMixin(StoreBase):
 
     def finish_run(self, run_id: str, stats: dict[str, Any], status: str = "finished") -> None:
         with self.transaction():
-            self.db["runs"].update(
+            self.db.table("runs").update(
                 run_id, {"finished_at": now(), "status": status, "stats": dumps(stats)}
             )
 
     def run(self, run_id: str) -> dict[str, Any]:
         try:
-            return self.db["runs"].get(run_id)
+            return self.db.table("runs").get(run_id)
         except sqlite_utils.db.NotFoundError as exc:
             raise StoreError(f"no run {run_id!r} in {self.path}") from exc
 
@@ -86,7 +86,7 @@ class RunsMixin(StoreBase):
 
     def add_rejected_line(self, run_id: str, line: int, error: str) -> None:
         with self.transaction():
-            self.db["rejected_lines"].insert(
+            self.db.table("rejected_lines").insert(
                 {"run_id": run_id, "line": line, "error": error}, replace=True
             )
 
