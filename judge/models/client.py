@@ -243,7 +243,7 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
 def ensure_provider(model: str) -> None:
     """Register lazily the local providers a model string needs."""
     if model.startswith("embedded/"):
-        from judge.models.embedded import register
+        from judge.models.embedded_provider import register
 
         register()
 

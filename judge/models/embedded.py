@@ -11,9 +11,9 @@ model is loaded once per process, on the first completion.
 
 Usage::
 
-    from judge.models import embedded
-    embedded.register()
-    litellm.completion(model=embedded.EMBEDDED_MODEL, messages=[...], temperature=0, seed=0)
+    from judge.models import embedded_provider
+    embedded_provider.register()
+    litellm.completion(model="embedded/qwen2.5-coder-1.5b-instruct-q4_k_m", messages=[...])
 
 Environment:
 
@@ -28,7 +28,6 @@ Environment:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import importlib
@@ -38,18 +37,11 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-# litellm fetches its model cost map over the network at import unless told otherwise.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-import litellm  # noqa: E402
-from litellm.llms.custom_llm import CustomLLM, CustomLLMError  # noqa: E402
-from litellm.types.utils import ModelResponse  # noqa: E402
 
 __all__ = [
     "DEFAULT_N_CTX",
@@ -59,7 +51,6 @@ __all__ = [
     "MODEL_SIZE",
     "PROVIDER",
     "EmbeddedModelError",
-    "EmbeddedProvider",
     "ModelIntegrityError",
     "ProgressCallback",
     "RuntimeInfo",
@@ -69,7 +60,6 @@ __all__ = [
     "load",
     "model_file",
     "part_paths",
-    "register",
     "runtime_info",
     "unload",
 ]
@@ -103,26 +93,6 @@ ProgressCallback = Callable[[int, int], None]
 
 _CHUNK = 8 * 1024 * 1024
 
-# Request keys passed through to llama.cpp's OpenAI-compatible chat endpoint.
-_PASSTHROUGH = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "stop",
-        "seed",
-        "response_format",
-        "presence_penalty",
-        "frequency_penalty",
-        "logit_bias",
-        "logprobs",
-        "top_logprobs",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-    }
-)
-# Keys litellm may put into optional_params that carry no meaning for a local model.
-_IGNORED = frozenset({"user", "extra_headers", "stream_options", "metadata", "store"})
 
 
 class EmbeddedModelError(RuntimeError):
@@ -415,7 +385,21 @@ _CALL_LOCK = threading.Lock()
 _runtime: _Runtime | None = None
 # One worker: runtime calls from the async path queue here instead of filling the default
 # executor (the runtime serialises anyway).
-_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claim-judge-embedded")
+EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claim-judge-embedded")
+
+
+class RuntimeUnloaded(EmbeddedModelError):
+    """The runtime was unloaded while a request waited for it."""
+
+
+def chat(request: dict[str, Any]) -> tuple[dict[str, Any], RuntimeInfo]:
+    """Run one chat request on the loaded runtime (requests are serialised) and return the
+    runtime's answer with the runtime's identity. :func:`load` it first."""
+    runtime = _runtime
+    if runtime is None:
+        raise RuntimeUnloaded("embedded model was unloaded")
+    with _CALL_LOCK:
+        return runtime.chat(request), runtime.info
 
 
 def load(progress: ProgressCallback | None = None) -> RuntimeInfo:
@@ -453,185 +437,3 @@ def unload() -> None:
     global _runtime
     with _LOAD_LOCK, _CALL_LOCK:
         _runtime = None
-
-
-# --------------------------------------------------------------------------------------------
-# litellm provider
-# --------------------------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    """Messages may hold pydantic objects; the runtime wants plain JSON values."""
-    return json.loads(json.dumps(value, default=_to_jsonable))
-
-
-def _to_jsonable(obj: Any) -> Any:
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(exclude_none=True)
-    if hasattr(obj, "dict"):
-        return obj.dict()
-    raise TypeError(f"cannot send {type(obj).__name__} to the embedded model")
-
-
-def _build_request(messages: list[Any], optional_params: dict[str, Any]) -> dict[str, Any]:
-    params = dict(optional_params)
-    if params.pop("stream", False):
-        raise CustomLLMError(400, "the embedded provider does not support stream=True")
-    n = params.pop("n", None)
-    if n not in (None, 1):
-        raise CustomLLMError(400, f"the embedded provider supports n=1 only (got n={n})")
-    request: dict[str, Any] = {"messages": _plain(messages), "stream": False}
-    max_tokens = params.pop("max_tokens", None)
-    max_completion_tokens = params.pop("max_completion_tokens", None)
-    if max_tokens is None:
-        max_tokens = max_completion_tokens
-    if max_tokens is not None:
-        request["max_tokens"] = int(max_tokens)
-    for key, value in params.items():
-        if value is None or key in _IGNORED:
-            continue
-        if key not in _PASSTHROUGH:
-            raise CustomLLMError(400, f"the embedded provider does not support parameter {key!r}")
-        request[key] = _plain(value)
-    request.setdefault("temperature", 0.0)
-    request.setdefault("seed", 0)
-    return request
-
-
-def _raise_runtime_error(result: dict[str, Any], model: str) -> None:
-    """Turn an ``{"error": {...}}`` answer of llama.cpp into an exception litellm surfaces."""
-    error = result.get("error")
-    status, kind, message = 500, "", str(error)
-    if isinstance(error, dict):
-        code = error.get("code")
-        status = code if isinstance(code, int) and 400 <= code < 600 else 500
-        kind = str(error.get("type") or "")
-        message = str(error.get("message") or error)
-    if kind == "exceed_context_size_error":
-        # A litellm exception type passes through litellm's exception mapping unchanged.
-        raise litellm.ContextWindowExceededError(
-            message=f"embedded model: {message} (set {ENV_N_CTX} to raise the context size)",
-            model=model,
-            llm_provider=PROVIDER,
-        )
-    raise CustomLLMError(status, f"embedded model error: {message}")
-
-
-class EmbeddedProvider(CustomLLM):
-    """litellm handler for ``embedded/<name>``: runs the request on the in-process model."""
-
-    def _complete(
-        self, model: str, messages: list[Any], optional_params: dict[str, Any]
-    ) -> ModelResponse:
-        if not os.environ.get(ENV_GGUF) and model not in (MODEL_NAME, EMBEDDED_MODEL):
-            raise CustomLLMError(
-                404,
-                f"unknown embedded model {model!r}; the packaged model is {EMBEDDED_MODEL!r} "
-                f"(set {ENV_GGUF} to serve your own GGUF under any name)",
-            )
-        request = _build_request(messages, optional_params)
-        try:
-            load()
-        except EmbeddedModelError as exc:
-            # Permanent (missing packages, corrupt chunks): a plain APIError, which litellm passes
-            # through unchanged and callers do not mistake for a transient server error.
-            raise litellm.APIError(
-                status_code=500,
-                message=f"embedded model unavailable: {exc}",
-                llm_provider=PROVIDER,
-                model=model,
-            ) from exc
-        runtime = _runtime
-        if runtime is None:  # unload() raced with us
-            raise CustomLLMError(503, "embedded model was unloaded")
-        with _CALL_LOCK:
-            try:
-                result = runtime.chat(request)
-            except CustomLLMError:
-                raise
-            except ValueError as exc:  # llama.cpp rejects the request (bad schema, messages, ...)
-                raise CustomLLMError(400, f"embedded model rejected the request: {exc}") from exc
-            except Exception as exc:
-                raise CustomLLMError(500, f"embedded model failed: {exc}") from exc
-        if "error" in result:
-            _raise_runtime_error(result, model)
-        return _to_model_response(result, _reported_model(model), runtime.info)
-
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
-        return self._complete(
-            kwargs["model"], kwargs["messages"], kwargs.get("optional_params") or {}
-        )
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            _EXECUTOR,
-            self._complete,
-            kwargs["model"],
-            kwargs["messages"],
-            kwargs.get("optional_params") or {},
-        )
-
-    def streaming(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
-        raise CustomLLMError(400, "the embedded provider does not support stream=True")
-
-    async def astreaming(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        raise CustomLLMError(400, "the embedded provider does not support stream=True")
-
-
-def _reported_model(model: str) -> str:
-    """The requested model string, ``embedded/<name>`` (litellm hands us ``<name>``)."""
-    return model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}"
-
-
-def _to_model_response(result: dict[str, Any], model: str, info: RuntimeInfo) -> ModelResponse:
-    choices = result.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise CustomLLMError(500, f"embedded model returned no choices: {str(result)[:300]}")
-    clean: list[dict[str, Any]] = []
-    for index, choice in enumerate(choices):
-        message = dict(choice.get("message") or {})
-        message.setdefault("role", "assistant")
-        if message.get("content") is None and not message.get("tool_calls"):
-            message["content"] = ""
-        entry: dict[str, Any] = {
-            "index": choice.get("index", index),
-            "message": message,
-            "finish_reason": choice.get("finish_reason") or "stop",
-        }
-        if choice.get("logprobs") is not None:
-            entry["logprobs"] = choice["logprobs"]
-        clean.append(entry)
-    usage = result.get("usage") or {}
-    prompt_tokens = int(usage.get("prompt_tokens") or 0)
-    completion_tokens = int(usage.get("completion_tokens") or 0)
-    return ModelResponse(
-        id=str(result.get("id") or f"chatcmpl-{uuid.uuid4().hex}"),
-        created=int(result.get("created") or time.time()),
-        model=model,
-        object="chat.completion",
-        system_fingerprint=info.fingerprint,
-        choices=clean,
-        usage={
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": int(usage.get("total_tokens") or prompt_tokens + completion_tokens),
-        },
-    )
-
-
-_HANDLER = EmbeddedProvider()
-_REGISTER_LOCK = threading.Lock()
-
-
-def register() -> None:
-    """Register the ``embedded`` provider with litellm. Idempotent and thread-safe."""
-    with _REGISTER_LOCK:
-        entries = [e for e in litellm.custom_provider_map if e.get("provider") == PROVIDER]
-        if not any(e.get("custom_handler") is _HANDLER for e in entries):
-            litellm.custom_provider_map = [
-                e for e in litellm.custom_provider_map if e.get("provider") != PROVIDER
-            ] + [{"provider": PROVIDER, "custom_handler": _HANDLER}]
-        # litellm runs this on every call too; doing it now makes the provider known to helpers
-        # (get_llm_provider, supported params) that instructor may call before the first request.
-        litellm.utils.custom_llm_setup()

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pytest
 
-from judge.models import embedded
+from judge.models import embedded, embedded_provider
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -202,10 +202,10 @@ def test_register_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
     other = {"provider": "someone-else", "custom_handler": object()}
     monkeypatch.setattr(litellm, "custom_provider_map", [other])
     for _ in range(3):
-        embedded.register()
+        embedded_provider.register()
     mine = [e for e in litellm.custom_provider_map if e["provider"] == embedded.PROVIDER]
     assert len(mine) == 1
-    assert isinstance(mine[0]["custom_handler"], embedded.EmbeddedProvider)
+    assert isinstance(mine[0]["custom_handler"], embedded_provider.EmbeddedProvider)
     assert other in litellm.custom_provider_map
     assert litellm._custom_providers.count(embedded.PROVIDER) == 1
 
@@ -254,7 +254,7 @@ def fake_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRuntime]:
     fake = FakeRuntime(_answer("hello"))
     monkeypatch.setattr(embedded, "_runtime", fake)
     monkeypatch.delenv(embedded.ENV_GGUF, raising=False)
-    embedded.register()
+    embedded_provider.register()
     yield fake
 
 
@@ -337,7 +337,7 @@ def test_unknown_model_and_unsupported_params(fake_runtime: FakeRuntime) -> None
     with pytest.raises(litellm.BadRequestError, match="stream"):
         litellm.completion(model=embedded.EMBEDDED_MODEL, messages=msgs, stream=True)
     with pytest.raises(CustomLLMError, match="does not support parameter"):
-        embedded._build_request(msgs, {"frobnicate": 1})
+        embedded_provider._build_request(msgs, {"frobnicate": 1})
     assert fake_runtime.requests == []
 
 
@@ -346,7 +346,7 @@ def test_unavailable_model_is_a_permanent_error(
 ) -> None:
     monkeypatch.setattr(embedded, "_runtime", None)
     monkeypatch.setenv(embedded.ENV_GGUF, str(tmp_path / "missing.gguf"))
-    embedded.register()
+    embedded_provider.register()
     with pytest.raises(litellm.APIError, match="unavailable") as info:
         litellm.completion(model="embedded/any-name", messages=[{"role": "user", "content": "x"}])
     assert type(info.value).__name__ == "APIError"  # not InternalServerError: not transient
@@ -385,7 +385,7 @@ needs_model = pytest.mark.skipif(
 @pytest.mark.embedded
 @needs_model
 def test_real_completion_is_non_empty_and_repeatable() -> None:
-    embedded.register()
+    embedded_provider.register()
     kwargs: dict[str, Any] = {
         "model": embedded.EMBEDDED_MODEL,
         "messages": [
@@ -409,7 +409,7 @@ def test_real_completion_is_non_empty_and_repeatable() -> None:
 @pytest.mark.embedded
 @needs_model
 def test_real_max_tokens_gives_length() -> None:
-    embedded.register()
+    embedded_provider.register()
     resp = litellm.completion(
         model=embedded.EMBEDDED_MODEL,
         messages=[{"role": "user", "content": "Count from 1 to 50, separated by commas."}],
@@ -430,7 +430,7 @@ def test_real_instructor_json_schema() -> None:
     class Verdict(BaseModel):
         label: Literal["supported", "contradicted", "not_in_source"]
 
-    embedded.register()
+    embedded_provider.register()
     client = instructor.from_litellm(litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA)
 
     async def go() -> Verdict:
