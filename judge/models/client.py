@@ -28,8 +28,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import asyncio  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import math  # noqa: E402
-import random  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -40,97 +38,14 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig, short_model_name  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
+from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
+from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.store import Store, now  # noqa: E402
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
-
-#: Provider errors worth a backoff and another try (litellm / openai exception names).
-_TRANSIENT = (
-    "RateLimitError",
-    "Timeout",
-    "APIConnectionError",
-    "ServiceUnavailableError",
-    "InternalServerError",
-    "APITimeoutError",
-    "BadGatewayError",
-)
-#: The longest wait between two tries, whatever ``Retry-After`` asks.
-MAX_BACKOFF_S = 60.0
-
-#: How many alternatives a choice call asks for (OpenAI's maximum).
-CHOICE_TOP_LOGPROBS = 20
-#: A choice answer must put at least this much probability on the option letters.
-CHOICE_MIN_MASS = 0.5
-
-
-def _get(obj: Any, name: str) -> Any:
-    """A field of a provider response part: litellm objects, or plain dicts."""
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
-    """Log-probabilities of the option letters in the first generated token's top
-    alternatives (leading spaces ignored; the best spelling of a letter counts). A letter
-    missing from the top list gets the smallest listed log-probability (an upper bound).
-    Impossible values (above 0, infinite, not a number) fail closed."""
-    choices = _get(response, "choices") or []
-    logprobs = _get(choices[0], "logprobs") if choices else None
-    content = _get(logprobs, "content") if logprobs is not None else None
-    if not content:
-        raise ValueError(
-            "the provider returned no log-probabilities; the 'scores' strategy needs a model "
-            "that reports top_logprobs (use strategy 'batch' or 'per_claim' otherwise)"
-        )
-    top = [(str(_get(alt, "token") or ""), _get(alt, "logprob"))
-           for alt in _get(content[0], "top_logprobs") or []]
-    values = []
-    for token, value in top:
-        if value is None:
-            continue
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"log-probability {value!r} of {token!r} is not a number") from None
-        if math.isnan(number) or number > 1e-6 or number == math.inf:
-            raise ValueError(f"impossible log-probability {value!r} for {token!r}")
-        values.append((token, number))
-    seen: dict[str, float] = {}
-    for token, value in values:
-        key = token.strip().upper()
-        if key in options:
-            seen[key] = max(seen.get(key, -math.inf), value)
-    if not seen:
-        raise ValueError(f"the model answered none of the options {sorted(options)}")
-    if any(math.isinf(v) for v in seen.values()) or all(v == -math.inf for _, v in values):
-        raise ValueError("an option letter has log-probability -inf")
-    floor = min(value for _, value in values)
-    mass = sum(math.exp(v) for v in seen.values())
-    if mass < CHOICE_MIN_MASS:
-        raise ValueError(
-            f"the model put only {mass:.2f} of its probability on the option letters"
-        )
-    if mass > 1.05:  # rounding aside, probabilities cannot sum above 1
-        raise ValueError(f"impossible log-probabilities: the options' probabilities sum to "
-                         f"{mass:.2f}")
-    return {value: round(seen.get(letter, floor), 6) for letter, value in options.items()}
-
-
-def _stored_scores(
-    stored: dict[str, Any] | None, options: dict[str, str]
-) -> dict[str, float] | None:
-    if not stored or stored["error"] is not None or not stored.get("parsed"):
-        return None
-    parsed = stored["parsed"]
-    try:
-        scores = (json.loads(parsed) if isinstance(parsed, str) else parsed).get("logprobs")
-    except (ValueError, AttributeError):
-        return None
-    if not isinstance(scores, dict) or set(scores) != set(options.values()):
-        return None
-    return {k: float(v) for k, v in scores.items()}
 
 
 class CallFailed(RuntimeError):
@@ -174,66 +89,6 @@ class CallStats:
     model_mismatch: set[str] = field(default_factory=set)
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and all(cur is not s for s in seen):
-        seen.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return seen
-
-
-def _is_transient(exc: BaseException) -> bool:
-    for cur in _chain(exc):
-        if type(cur).__name__ in _TRANSIENT:
-            return True
-        status = _status(cur)
-        if status is not None and (status == 429 or status >= 500):
-            return True
-    return False
-
-
-def _status(exc: BaseException) -> int | None:
-    for name in ("status_code", "http_status"):
-        value = getattr(exc, name, None)
-        if isinstance(value, int):
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    return value if isinstance(value, int) else None
-
-
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds a provider asked to wait (``Retry-After`` / ``retry-after-ms``), if it did."""
-    for cur in _chain(exc):
-        headers: Any = getattr(cur, "litellm_response_headers", None)
-        if headers is None:
-            headers = getattr(getattr(cur, "response", None), "headers", None)
-        if not headers:
-            continue
-        try:
-            if headers.get("retry-after-ms") is not None:
-                return max(0.0, float(headers.get("retry-after-ms")) / 1000)
-            if headers.get("retry-after") is not None:
-                return max(0.0, float(headers.get("retry-after")))
-        except (TypeError, ValueError):
-            continue
-    return None
-
-
-def backoff(attempt: int, asked: float | None, base: float = 1.0) -> float:
-    """Seconds to wait before try ``attempt + 1``: what the provider asked, else capped
-    exponential backoff with full jitter."""
-    if asked is not None:
-        return min(MAX_BACKOFF_S, asked)
-    return random.uniform(0, min(MAX_BACKOFF_S, base * 2 ** (attempt - 1)))
-
-
-def _root_message(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) < 2000 else text[:2000] + "…"
-
-
 @cache
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A response model's JSON schema (built once per model)."""
@@ -246,42 +101,6 @@ def ensure_provider(model: str) -> None:
         from judge.models.embedded_provider import register
 
         register()
-
-
-class _Attempts:
-    """The HTTP attempts of one logical call, as instructor's hooks and the retry loop see
-    them."""
-
-    def __init__(self, call_id: str, run_id: str | None) -> None:
-        self.call_id, self.run_id = call_id, run_id
-        self.rows: list[dict[str, Any]] = []
-        self.responses: list[Any] = []
-        self.parse_errors: list[str] = []
-        self._started = 0.0
-
-    def start(self, *_: Any, **__: Any) -> None:
-        self._started = time.perf_counter()
-
-    def _add(self, status: str, http_status: int | None, error: str | None) -> None:
-        self.rows.append({
-            "call_id": self.call_id, "attempt": len(self.rows) + 1, "run_id": self.run_id,
-            "started_at": now(), "status": status, "http_status": http_status,
-            "latency_ms": round((time.perf_counter() - self._started) * 1000, 1),
-            "error": error,
-        })
-
-    def response(self, response: Any) -> None:
-        self.responses.append(response)
-        self._add("ok", 200, None)
-
-    def error(self, exc: BaseException, **_: Any) -> None:
-        self._add("error", _status(exc), _root_message(exc))
-
-    def parse_error(self, exc: BaseException, **_: Any) -> None:
-        message = _root_message(exc)
-        self.parse_errors.append(message)
-        if self.rows:  # the response arrived; it did not parse
-            self.rows[-1].update({"status": "parse_error", "error": message})
 
 
 class ModelClient:
@@ -417,7 +236,7 @@ class ModelClient:
         from instructor.core.hooks import Hooks
 
         client = self._client()
-        attempts = _Attempts(call_id, run_id)
+        attempts = Attempts(call_id, run_id)
         hooks = Hooks()
         hooks.on("completion:kwargs", attempts.start)
         hooks.on("completion:response", attempts.response)
@@ -475,7 +294,7 @@ class ModelClient:
         schema = {"choice": options, "top_logprobs": CHOICE_TOP_LOGPROBS}
         call_id = self._call_id(prompt, schema, self.choice_params())
         stored = self.store.get_call(call_id) if self.store else None
-        scores = _stored_scores(stored, options)
+        scores = stored_scores(stored, options)
         if scores is not None:
             self.stats.cached += 1
             return scores, call_id
@@ -499,7 +318,7 @@ class ModelClient:
         import litellm
 
         litellm.suppress_debug_info = True
-        attempts = _Attempts(call_id, run_id)
+        attempts = Attempts(call_id, run_id)
         row = self._row(prompt, schema, call_id, purpose, run_id, self.choice_params())
         started = time.perf_counter()
 
@@ -588,8 +407,8 @@ class ModelClient:
             try:
                 result = await call()
             except Exception as exc:  # fail closed: every failure is recorded
-                error = _root_message(exc)
-                transient = _is_transient(exc)
+                error = root_message(exc)
+                transient = is_transient(exc)
                 if transient and attempt <= self.config.retries:
                     await asyncio.sleep(backoff(attempt, retry_after(exc),
                                                 self.config.backoff_s))
@@ -601,7 +420,7 @@ class ModelClient:
             self._consecutive_failures += 1
         return None, error
 
-    def _finish(self, row: dict[str, Any], attempts: _Attempts, ok: bool) -> None:
+    def _finish(self, row: dict[str, Any], attempts: Attempts, ok: bool) -> None:
         self._account(row, attempts, ok)
         if self.store:
             self.store.save_call(row, attempts.rows)
@@ -642,7 +461,7 @@ class ModelClient:
             "cost": cost,
         }
 
-    def _account(self, row: dict[str, Any], attempts: _Attempts, ok: bool) -> None:
+    def _account(self, row: dict[str, Any], attempts: Attempts, ok: bool) -> None:
         self.stats.made += 1
         self.stats.attempts += max(1, len(attempts.rows))
         self.stats.failed += 0 if ok else 1

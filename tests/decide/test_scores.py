@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from judge.api import judge_file
 from judge.config import JudgeConfig
 from judge.decide.options import OPTIONS, decide, softmax
-from judge.models.client import option_logprobs
+from judge.models.choices import option_logprobs
 from judge.runs.replay import replay_run
 from judge.store import Store
 from tests.conftest import write_jsonl

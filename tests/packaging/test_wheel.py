@@ -45,7 +45,8 @@ def _runner_site_packages() -> list[str]:
     seen: list[str] = []
     for d in dirs:
         path = Path(d).resolve()
-        if path.is_dir() and not path.is_relative_to(REPO) and str(path) not in seen:
+        # a site-packages may live inside the checkout (.venv/): only the checkout itself is out
+        if path.is_dir() and path != REPO and str(path) not in seen:
             seen.append(str(path))
     return seen
 

@@ -1,0 +1,125 @@
+"""The retry layer's pieces: which provider errors are transient, what a provider asked to wait
+(``Retry-After``), the backoff, and the record of every HTTP attempt of a call."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import random  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from judge.store import now  # noqa: E402
+
+#: Provider errors worth a backoff and another try (litellm / openai exception names).
+_TRANSIENT = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "APITimeoutError",
+    "BadGatewayError",
+)
+#: The longest wait between two tries, whatever ``Retry-After`` asks.
+MAX_BACKOFF_S = 60.0
+
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and all(cur is not s for s in seen):
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+def is_transient(exc: BaseException) -> bool:
+    for cur in _chain(exc):
+        if type(cur).__name__ in _TRANSIENT:
+            return True
+        status = _status(cur)
+        if status is not None and (status == 429 or status >= 500):
+            return True
+    return False
+
+
+def _status(exc: BaseException) -> int | None:
+    for name in ("status_code", "http_status"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds a provider asked to wait (``Retry-After`` / ``retry-after-ms``), if it did."""
+    for cur in _chain(exc):
+        headers: Any = getattr(cur, "litellm_response_headers", None)
+        if headers is None:
+            headers = getattr(getattr(cur, "response", None), "headers", None)
+        if not headers:
+            continue
+        try:
+            if headers.get("retry-after-ms") is not None:
+                return max(0.0, float(headers.get("retry-after-ms")) / 1000)
+            if headers.get("retry-after") is not None:
+                return max(0.0, float(headers.get("retry-after")))
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def backoff(attempt: int, asked: float | None, base: float = 1.0) -> float:
+    """Seconds to wait before try ``attempt + 1``: what the provider asked, else capped
+    exponential backoff with full jitter."""
+    if asked is not None:
+        return min(MAX_BACKOFF_S, asked)
+    return random.uniform(0, min(MAX_BACKOFF_S, base * 2 ** (attempt - 1)))
+
+
+def root_message(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) < 2000 else text[:2000] + "…"
+
+
+
+class Attempts:
+    """The HTTP attempts of one logical call, as instructor's hooks and the retry loop see
+    them."""
+
+    def __init__(self, call_id: str, run_id: str | None) -> None:
+        self.call_id, self.run_id = call_id, run_id
+        self.rows: list[dict[str, Any]] = []
+        self.responses: list[Any] = []
+        self.parse_errors: list[str] = []
+        self._started = 0.0
+
+    def start(self, *_: Any, **__: Any) -> None:
+        self._started = time.perf_counter()
+
+    def _add(self, status: str, http_status: int | None, error: str | None) -> None:
+        self.rows.append({
+            "call_id": self.call_id, "attempt": len(self.rows) + 1, "run_id": self.run_id,
+            "started_at": now(), "status": status, "http_status": http_status,
+            "latency_ms": round((time.perf_counter() - self._started) * 1000, 1),
+            "error": error,
+        })
+
+    def response(self, response: Any) -> None:
+        self.responses.append(response)
+        self._add("ok", 200, None)
+
+    def error(self, exc: BaseException, **_: Any) -> None:
+        self._add("error", _status(exc), root_message(exc))
+
+    def parse_error(self, exc: BaseException, **_: Any) -> None:
+        message = root_message(exc)
+        self.parse_errors.append(message)
+        if self.rows:  # the response arrived; it did not parse
+            self.rows[-1].update({"status": "parse_error", "error": message})
