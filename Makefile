@@ -48,15 +48,16 @@ bench: $(STAMP)
 
 # Judge the fixed external-gold check subset (358 claims, gold/eval_xl.jsonl) with the embedded
 # default model (about 40 min on 2 cores from an empty store; resumable, stored calls are
-# reused), print the calibration report, and regenerate the README quality table from it
-# (between <!-- quality:start --> and <!-- quality:end -->) and the judge-version history.
+# reused), print the calibration report, and regenerate from it the README quality table
+# (between <!-- quality:start --> and <!-- quality:end -->), the detailed figures of
+# research/README.md and its judge-version history.
 EVAL_DB ?= out/eval.db
 EVAL_GOLD ?= gold/eval_xl.jsonl
 eval: $(STAMP)
 	mkdir -p out
 	$(BIN)/judge eval-gold $(EVAL_GOLD) --db $(EVAL_DB) --output-json out/eval.json --html out/eval.html
-	$(BIN)/python -m judge.evaluation --update-readme out/eval.json --readme README.md
-	$(BIN)/python -m judge.history --readme README.md
+	$(BIN)/python -m research.quality_block --update-readme out/eval.json --readme README.md --details research/README.md
+	$(BIN)/python -m research.history --readme research/README.md
 
 # The 156-item check subset (gold/eval_large.jsonl, inside the 358; about 20 min from an empty
 # store); its report goes to out/eval_large.{json,html}. The 48-item one (about 6 min):

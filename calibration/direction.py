@@ -1,4 +1,4 @@
-"""Direction of the judge's errors against human gold labels (design principle 8).
+"""Direction of the judge's errors against human gold labels.
 
 * **lenient rate**: of the claims humans did *not* label ``supported``, the share the judge
   labelled ``supported``: missed hallucinations, the costly direction.

@@ -1,4 +1,5 @@
-"""Drift between two judge versions run on the same claims (design principle 10).
+"""Drift between two judge versions run on the same claims: a new prompt or model is adopted
+only with this report in hand.
 
 The report holds the flip table (label under A → label under B → count), agreement and
 Cohen's kappa between the versions, three paired significance tests, the change of each

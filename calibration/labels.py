@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-#: The four claim labels (design principle 2), in report order.
+#: The four claim labels, in report order.
 LABELS: tuple[str, ...] = ("supported", "contradicted", "not_in_source", "not_verifiable")
 
 #: Stored in place of a judge label when the judge could not produce one (fail closed).

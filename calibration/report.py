@@ -1,4 +1,4 @@
-"""The calibration report: the judge measured against human gold labels (principle 8).
+"""The calibration report: the judge measured against human gold labels.
 
 Input is plain data, one :class:`CalibrationItem` per claim that has a gold label. Nothing is
 averaged into one score: the report keeps the confusion table, accuracy, balanced accuracy,

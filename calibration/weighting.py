@@ -1,4 +1,4 @@
-"""Population estimates from a stratified review sample with honest weights (principle 9).
+"""Population estimates from a stratified review sample with honest weights.
 
 Humans label every claim of some strata (e.g. everything the checks or the judge flagged)
 and a seeded random sample of others (e.g. 20 of the 64 passed claims). Each labelled item of

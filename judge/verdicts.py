@@ -16,7 +16,8 @@ from judge.records import Citation
 
 
 class Label(StrEnum):
-    """The four claim labels (design principle 2)."""
+    """The four claim labels: the source states it, states the opposite, does not contain
+    it, or no source could settle it (a value judgement)."""
 
     SUPPORTED = "supported"
     CONTRADICTED = "contradicted"

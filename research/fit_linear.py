@@ -1,11 +1,11 @@
-"""Fit the ``scores`` strategy's linear decision rule (``score_model``, judge.linear) on the
+"""Fit the ``scores`` strategy's linear decision rule (``score_model``, judge.decide.linear) on the
 *tuning* split only, from stored calls (no model call).
 
     python research/fit_linear.py --db out/tune/scores.db --version VERSION \
         [--gold research/tuning_subset.jsonl] [--output research/reports/tuning_linear.json] \
         [--toml research/configs/scores_v1_linear.toml]
 
-Class-balanced multinomial logistic regression over judge.linear.CORE_FEATURES (plus
+Class-balanced multinomial logistic regression over judge.config.score_model.CORE_FEATURES (plus
 TEXT_FEATURES with ``--text-features``, and the per-sentence or fill-the-blank features when
 the run asked those questions), standardised for the fit and written back in raw units, with
 an L2 penalty on the weights. The penalty strength
@@ -93,7 +93,7 @@ def fit(x: np.ndarray, y: np.ndarray, lam: float, names: tuple[str, ...]) -> Sco
 
 def predict(items: list[Item], model: ScoreModel) -> tuple[np.ndarray, np.ndarray]:
     """(labels, probabilities per label) exactly as the pipeline decides
-    (judge.linear.decide_linear); column 0 is P(supported)."""
+    (judge.decide.linear.decide_linear); column 0 is P(supported)."""
     out = [decide_linear(i.features or {}, model) for i in items]
     return (np.array([LABELS.index(label) for label, _ in out]),
             np.array([[probs[label] for label in LABELS] for _, probs in out]))
@@ -153,7 +153,7 @@ def main() -> int:
                         help="fit on the first N items of --gold only (the tuning rounds only "
                              "append, so --first 244 reproduces a fit made before round 3)")
     parser.add_argument("--text-features", action="store_true",
-                        help="also weigh judge.linear.TEXT_FEATURES (person, question, "
+                        help="also weigh judge.config.score_model.TEXT_FEATURES (person, question, "
                              "best single-sentence coverage)")
     args = parser.parse_args()
     config = JudgeConfig.load()

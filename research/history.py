@@ -1,7 +1,8 @@
-"""The README's table of judge versions measured on the check subsets (issue 5), generated
-from ``research/reports/history.json`` and the calibration reports it names, never typed by hand.
+"""The research notes' table of judge versions measured on the check subsets, generated from
+``research/reports/history.json`` and the calibration reports it names, never typed by hand.
 
-    python -m research.history [--manifest research/reports/history.json] [--readme README.md]
+    python -m research.history [--manifest research/reports/history.json] \
+        [--readme research/README.md]
 
 Each manifest entry names a judge version, what changed, whether it was adopted, and the
 calibration reports (``judge eval-gold --output-json``) of the check subset and the larger
@@ -111,7 +112,7 @@ def history_table(manifest: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.history", description=__doc__)
     parser.add_argument("--manifest", type=Path, default=Path("research/reports/history.json"))
-    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--readme", type=Path, default=Path("research/README.md"))
     args = parser.parse_args(argv)
     try:
         replace_block(args.readme, HISTORY_START, HISTORY_END, history_table(args.manifest))

@@ -3,11 +3,12 @@
     python research/make_subset.py            # rewrites the outputs below
     python research/make_subset.py --check    # exit 1 if they are not what this script writes
 
-Inputs: ``gold/external/<dataset>.dev.jsonl`` (copies of ``shared/gold/external``).
+Inputs: ``gold/external/<dataset>.dev.jsonl`` (the dev parts of the external datasets; see
+``gold/external/README.md``).
 Outputs:
 
-* ``gold/splits.json``: for every external dev set, the ids of its *tuning* part (for issue 5:
-  prompt and model work may look at these) and its *check* part (kept for measuring). Rule:
+* ``gold/splits.json``: for every external dev set, the ids of its *tuning* part (prompt and
+  model work may look at these) and its *check* part (kept for measuring). Rule:
   ``int(sha256(f"{SPLIT_SALT}:{dataset}:{group}").hexdigest()[:8], 16) % 100 < CHECK_PERCENT``
   → check, else tuning; ``group`` is the middle part of the item id ``<dataset>:<group>:<local>``,
   so items of one group (one claim's passages, one dialogue) always fall in the same part.

@@ -1,9 +1,16 @@
-"""The README quality block, generated from ``judge eval-gold --output-json`` (``make eval``).
+"""The quality blocks of the READMEs, generated from ``judge eval-gold --output-json``
+(``make eval``), never typed by hand.
 
-    python -m research.quality_block --update-readme out/eval.json [--readme README.md]
+    python -m research.quality_block --update-readme out/eval.json [--readme README.md] \
+        [--details research/README.md]
 
-Replaces the text between ``<!-- quality:start -->`` and ``<!-- quality:end -->``; refuses
-(and changes nothing) when the markers are missing. Product code never writes the README.
+``--readme``: the short block of the user README (one table per dataset and overall, and one
+line naming the judge version, the gold file and the cost per claim) between
+``<!-- quality:start -->`` and ``<!-- quality:end -->``. ``--details``: the longer figures
+(recall per gold label, the queue at other label mixes, reading budgets and thresholds, the
+validity gate) between ``<!-- quality-details:start -->`` and ``<!-- quality-details:end -->``
+of the research notes. Either refuses (and changes nothing) when its markers are missing.
+Product code never writes a README.
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from calibration import max_share_for_load, projected_load
-from judge.formatting import num, pct, with_ci
+from judge.formatting import pct, with_ci
 from judge.verdicts import LABELS
 
 QUALITY_START = "<!-- quality:start -->"
 QUALITY_END = "<!-- quality:end -->"
+DETAILS_START = "<!-- quality-details:start -->"
+DETAILS_END = "<!-- quality-details:end -->"
 
 
 class BlockError(ValueError):
@@ -31,45 +40,63 @@ def _pct(x: float | None) -> str:
     return pct(x, 0)
 
 
-def _num(x: float | None) -> str:
-    return num(x, 2)
-
-
 _with_ci = with_ci
 
 
+def _recall(figures: dict[str, Any], label: str) -> str:
+    metrics = (figures.get("per_label") or {}).get(label) or {}
+    recall = metrics.get("recall")
+    if not metrics.get("support") or not isinstance(recall, dict):
+        return "–"
+    return f"{_pct(recall.get('value'))} (n={metrics['support']})"
+
+
 def _row(name: str, f: dict[str, Any]) -> str:
-    acc = {"value": f["accuracy"], **f["accuracy_ci"]}
-    return (f"| {name} | {f['n']} | {_with_ci(acc, _pct)} | {_pct(f['balanced_accuracy'])} | "
-            f"{_with_ci(f['kappa'], _num)} | {_with_ci(f['lenient_rate'], _pct)} | "
-            f"{_with_ci(f['strict_rate'], _pct)} | {_pct(f['queue_recall'])} | "
-            f"{_pct(f['queue_load'])} | {f['judge_errors']} |")
+    bal = {"value": f["balanced_accuracy"], **(f.get("balanced_accuracy_ci") or {})}
+    return (f"| {name} | {f['n']} | {_with_ci(bal, _pct)} | {_recall(f, 'contradicted')} | "
+            f"{_pct(f['lenient_rate']['value'])} | {_pct(f['strict_rate']['value'])} | "
+            f"{_pct(f['queue_recall'])} | {_pct(f['queue_load'])} |")
+
+
+def _measured(data: dict[str, Any]) -> str:
+    """Which judge version, on which gold file, when."""
+    gold = data["gold"]
+    subset = f"the first {data['limit']} items" if data.get("limit") else "all items"
+    return (f"Judge `{data['judge_version']}` on {subset} of `{gold['file']}` (sha256 "
+            f"`{gold['sha256'][:12]}`, {gold['items']} claims), measured "
+            f"{data.get('generated_at', '?')[:10]} by `make eval`")
 
 
 def quality_table(data: dict[str, Any]) -> str:
-    """The README quality section, generated from ``judge eval-gold --output-json``."""
-    gate = data["validity_gate"]
+    """The user README's quality block: one line (judge version, gold file, cost per claim)
+    and one table, per dataset and overall."""
     cost = data.get("cost") or {}
-    gold = data["gold"]
-    subset = f"the first {data['limit']} items" if data.get("limit") else "all items"
+    line = _measured(data) + "; 95% intervals"
+    if cost.get("calls_per_claim") is not None:
+        line += (f"; cost per claim: {cost['calls_per_claim']} model calls, "
+                 f"{cost.get('seconds_per_claim')} s of model time on {data.get('cpus', '?')} "
+                 "CPU cores")
     lines = [
-        f"Measured {data.get('generated_at', '?')[:10]} by `make eval`: judge "
-        f"`{data['judge_version']}` (model `{data['model']}`) on {subset} of `{gold['file']}` "
-        f"(sha256 `{gold['sha256'][:12]}`, {gold['items']} claims; see `gold/README.md` for "
-        "how the subset was drawn: label-balanced, short sources preferred). Intervals are 95% "
-        "(Wilson; bootstrap for κ). Lenient = gold non-supported claims the judge passed as "
-        "supported (missed hallucinations); strict = gold-supported claims it flagged; queue "
-        "recall / load = share of gold non-supported claims / of all claims the review queue "
-        "would send to people. Generated, never typed by hand.",
+        line + ".",
         "",
-        "| dataset | claims | accuracy | balanced acc. | κ | lenient rate | strict rate | "
-        "queue recall | queue load | judge errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| dataset | claims | balanced accuracy | contradicted recall | lenient rate | "
+        "strict rate | queue recall | queue load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, figures in sorted((data.get("per_dataset") or {}).items()):
         lines.append(_row(name, figures))
     lines.append(_row("**all**", data))
-    lines += ["", *recall_table(data), "", *queue_projection(data)]
+    return "\n".join(lines)
+
+
+def detail_tables(data: dict[str, Any]) -> str:
+    """The longer figures of the same report, for the research notes: recall per gold label,
+    the queue at other label mixes, reading budgets and thresholds, the validity gate and
+    the cost in full."""
+    gate = data["validity_gate"]
+    cost = data.get("cost") or {}
+    lines = [_measured(data) + ".", "",
+             *recall_table(data), "", *queue_projection(data)]
     lines += [
         "",
         f"Validity gate (zero tolerance, apart from the rates): "
@@ -187,34 +214,61 @@ def update_readme(readme: Path, data: dict[str, Any]) -> None:
     replace_block(readme, QUALITY_START, QUALITY_END, quality_table(data))
 
 
+def update_details(notes: Path, data: dict[str, Any]) -> None:
+    """Replace the text between the quality-details markers; refuse when they are missing."""
+    replace_block(notes, DETAILS_START, DETAILS_END, detail_tables(data))
+
+
 def replace_block(readme: Path, start_marker: str, end_marker: str, body: str) -> None:
     """Replace the text between two markers of a generated block; refuse (and change
     nothing) when they are missing."""
     text = readme.read_text(encoding="utf-8")
+    new = with_block(readme, text, start_marker, end_marker, body)
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+
+
+def with_block(readme: Path, text: str, start_marker: str, end_marker: str, body: str) -> str:
+    """``text`` (the content of ``readme``) with ``body`` between the two markers; raises
+    :class:`BlockError` when they are missing."""
     start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < 0 or end < start:
         raise BlockError(
             f"{readme} has no '{start_marker}' ... '{end_marker}' markers (in that order); "
             "add them where the generated block belongs. Nothing was changed.")
-    new = text[:start + len(start_marker)] + "\n" + body + "\n" + text[end:]
-    if new != text:
-        readme.write_text(new, encoding="utf-8")
+    return text[:start + len(start_marker)] + "\n" + body + "\n" + text[end:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m research.quality_block",
-        description="Regenerate the README quality table from `judge eval-gold --output-json`.")
+        description="Regenerate the README quality table (and, with --details, the longer "
+                    "figures of the research notes) from `judge eval-gold --output-json`.")
     parser.add_argument("--update-readme", metavar="EVAL_JSON", type=Path, required=True)
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--details", type=Path, default=None, metavar="NOTES",
+                        help="also write the longer figures into this file "
+                             "(e.g. research/README.md)")
     args = parser.parse_args(argv)
     try:
         data = json.loads(args.update_readme.read_text(encoding="utf-8"))
-        update_readme(args.readme, data)
+        # every block is rendered, and every file's markers found, before anything is
+        # written: a bad report or a missing marker changes nothing
+        writes = [(args.readme, QUALITY_START, QUALITY_END, quality_table(data))]
+        if args.details is not None:
+            writes.append((args.details, DETAILS_START, DETAILS_END, detail_tables(data)))
+        texts: dict[Path, str] = {}
+        for path, start, end, body in writes:
+            old = texts.get(path, path.read_text(encoding="utf-8"))
+            texts[path] = with_block(path, old, start, end, body)
+        for path, text in texts.items():
+            if text != path.read_text(encoding="utf-8"):
+                path.write_text(text, encoding="utf-8")
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"updated the quality table in {args.readme}")
+    print(f"updated the quality table in {args.readme}"
+          + (f" and the detailed figures in {args.details}" if args.details else ""))
     return 0
 
 

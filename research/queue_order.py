@@ -1,4 +1,4 @@
-"""Compare the review queue's reading orders (judge.queue.ORDERS) by what people meet when
+"""Compare the review queue's reading orders (judge.review.queue.ORDERS) by what people meet when
 they read only the first part of the queue; no model call.
 
     python research/queue_order.py --tune-db out/tune/scores.db --tune-version VERSION \
@@ -6,9 +6,10 @@ they read only the first part of the queue; no model call.
         [--output research/reports/queue_order.json]
 
 * **Tuning** (decides): the linear rule of the default profile's features is refitted out of
-  fold (grouped 10-fold, the L2 strength of judge/profiles/embedded.toml's fit) on the stored
+  fold (grouped 10-fold, the L2 strength of judge/config/profiles/embedded.toml's fit) on the stored
   tuning calls, so every tuning claim gets a label and P(supported) from a rule that never saw
-  it; the queue rows those verdicts would make are ordered by judge.queue.reading_positions.
+  it; the queue rows those verdicts would make are ordered by
+  judge.review.queue.reading_positions.
 * **Check** (confirms): the stored verdicts of ``--check-version`` for ``--check-gold``.
 
 For each order (and the input order as a floor) and each budget in calibration.BUDGETS:
@@ -110,7 +111,7 @@ def main() -> int:
     parser.add_argument("--tune-version", required=True)
     parser.add_argument("--check-db", type=Path)
     parser.add_argument("--check-version")
-    parser.add_argument("--check-gold", type=Path, default=ROOT / "eval_all.jsonl")
+    parser.add_argument("--check-gold", type=Path, default=ROOT.parent / "gold" / "eval_all.jsonl")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     report: dict[str, Any] = {"budgets": list(BUDGETS), "orders": list(ORDERS),

@@ -10,15 +10,15 @@ evidence, then searches:
 * ``label_bias``: one bias per non-``supported`` label on a grid (``supported`` fixed at 0),
   maximising balanced accuracy, ties broken by accuracy, then by the smallest total bias;
 * ``signals`` off, or on with ``support_overlap_min`` and ``contradiction_overlap_min`` on
-  small grids (judge.signals rules applied after the scores decision; the other signal
+  small grids (judge.decide.signals rules applied after the scores decision; the other signal
   thresholds stay as configured);
 * ``review_support_below``: the smallest grid value whose review queue catches at least
   ``--queue-recall`` of the human-rejected claims.
 
-Every configuration tried is counted in the output (issue 5 asks how many were tried),
-and (``--cv``) the grouped 10-fold cross-validated balanced accuracy of the whole search is
-reported next to the fitted figure (items of one group share a fold), so the optimism of
-fitting on 130 items is visible.
+Every configuration tried is counted in the output (a fit that does not say how many were
+tried overstates itself), and (``--cv``) the grouped 10-fold cross-validated balanced
+accuracy of the whole search is reported next to the fitted figure (items of one group share
+a fold), so the optimism of fitting on 130 items is visible.
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ class Item:
     signal: dict[tuple[float, float], np.ndarray]
     #: P(yes) of the ``check_contradiction`` question, when the run asked it
     contradiction_yes: float | None = None
-    #: the claim's lexical overlap with its located evidence (judge.signals)
+    #: the claim's lexical overlap with its located evidence (judge.decide.signals)
     overlap: float = 0.0
-    #: judge.linear features (default thresholds), for research/fit_linear.py
+    #: judge.decide.linear features (default thresholds), for research/fit_linear.py
     features: dict[str, float] | None = None
 
 

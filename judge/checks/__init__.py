@@ -1,4 +1,5 @@
-"""Deterministic checks: what can be verified without a model (design principle 5).
+"""Deterministic checks: what can be verified without a model, exactly and cheaply, before
+any model is asked.
 
 - :mod:`judge.checks.jsonpath`: JSON-path parsing and resolving;
 - :mod:`judge.checks.quantities`: the quantity scanner (numbers, dates, versions, ...);

@@ -1,4 +1,4 @@
-"""The deterministic checks of one claim (design principle 5).
+"""The deterministic checks of one claim: exact and cheap, they run before the model.
 
 Each check returns a :class:`judge.verdicts.Check` with ``name``, ``target`` (``citation[i]``,
 ``evidence[i]`` or ``claim``), ``outcome`` (``pass``/``fail``/``skip``) and a JSON-able

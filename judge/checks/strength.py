@@ -1,5 +1,5 @@
 """Evidence strength: a number computed by the program from the checks and the located
-evidence, never by a model (design principle 4)."""
+evidence, never by a model (no model reports its own confidence anywhere)."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ def gold_export(
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
 ) -> None:
-    """Write human gold labels as JSONL in the format of shared/gold/external (id, claim,
+    """Write human gold labels as JSONL in the gold file format of gold/README.md (id, claim,
     sources, label, subtype, annotator human:<id>, guideline_version, adjudication, stratum,
     weight). Only agreed or adjudicated labels of people are exported, never a model's."""
     store = open_store(db, must_exist=True)

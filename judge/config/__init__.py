@@ -37,15 +37,15 @@ PROMPTS: dict[str, str] = {
 SCHEMA_VERSION = "1"
 
 
-#: Settings the embedded default model runs with unless a config says otherwise (issue 5),
-#: from ``judge/profiles/embedded.toml``: the program locates evidence, the model answers one
+#: Settings the embedded default model runs with unless a config says otherwise, from
+#: ``judge/config/profiles/embedded.toml``: the program locates evidence, the model answers one
 #: multiple-choice question per claim, and a linear rule fitted on the tuning split only
-#: (gold/fit_linear.py) decides from the option letters' log-probabilities and the program's
-#: evidence features (judge.linear); doubtful "supported" verdicts go to review, and
-#: abstention statements ("the sources do not say …") are checked by the program
-#: (judge.abstention). What was tried and not adopted is in README and gold/reports. The
-#: library defaults (batch, no signals) suit strong models, whose paraphrases a
-#: lexical-overlap rule would punish.
+#: (research/fit_linear.py) decides from the option letters' log-probabilities and the
+#: program's evidence features (judge.decide.linear); doubtful "supported" verdicts go to
+#: review, and abstention statements ("the sources do not say …") are checked by the program
+#: (judge.decide.abstention). What was tried and not adopted is in research/README.md and
+#: research/reports. The library defaults (batch, no signals) suit strong models, whose
+#: paraphrases a lexical-overlap rule would punish.
 EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
     (Path(__file__).parent / "profiles" / "embedded.toml").read_text(encoding="utf-8")
 )["judge"]
@@ -69,10 +69,10 @@ class JudgeConfig(BaseModel):
     #: claim, the program derives subtype and evidence (made for small local models).
     #: "scores": like per_claim, but the model answers a multiple-choice question with one
     #: letter and the program decides from the letters' log-probabilities plus
-    #: ``label_bias`` (see judge.scores; needs a provider that reports top_logprobs).
+    #: ``label_bias`` (see judge.decide.scores; needs a provider that reports top_logprobs).
     strategy: Literal["batch", "per_claim", "scores"] = "batch"
-    #: Deterministic signals may override the model's label (see judge.signals); the
-    #: thresholds below were chosen on the tuning split only (gold/README.md).
+    #: Deterministic signals may override the model's label (see judge.decide.signals); the
+    #: thresholds below were chosen on the tuning split only (research/README.md).
     signals: bool = False
     support_overlap_min: float = Field(default=0.5, ge=0.0, le=1.0)
     opinion_overlap_max: float = Field(default=0.3, ge=0.0, le=1.0)
@@ -80,7 +80,7 @@ class JudgeConfig(BaseModel):
     contradiction_overlap_min: float = Field(default=0.0, ge=0.0, le=1.0)
     #: Abstention statements ("the sources do not say …") are checked by the program:
     #: silent sources → supported, a source sentence covering the topic → contradicted
-    #: (judge.abstention).
+    #: (judge.decide.abstention).
     abstention_check: bool = False
     abstention_covered_min: float = Field(default=0.6, ge=0.0, le=1.0)
     abstention_silent_max: float = Field(default=0.3, ge=0.0, le=1.0)
@@ -88,13 +88,13 @@ class JudgeConfig(BaseModel):
     #: goes to review as ``weak_evidence``.
     review_strength_below: float = Field(default=0.0, ge=0.0, le=1.0)
     #: "scores" strategy: added to each label's log-probability before the argmax
-    #: (fitted on the tuning split; gold/tune_scores.py).
+    #: (fitted on the tuning split; research/tune_scores.py).
     label_bias: dict[str, float] = Field(default_factory=dict)
     #: Queue policy ("scores"): a "supported" verdict whose adjusted probability of
     #: "supported" is below this goes to review as ``doubtful_support``.
     review_support_below: float = Field(default=0.0, ge=0.0, le=1.0)
     #: "scores": a linear rule over the option log-probabilities and the program's evidence
-    #: features (judge.linear), fitted by gold/fit_linear.py; replaces ``label_bias`` and
+    #: features (judge.decide.linear), fitted by research/fit_linear.py; replaces ``label_bias`` and
     #: the signal overrides (the signals become its features).
     score_model: ScoreModel | None = None
     verify_batch_size: int = Field(default=4, ge=1, le=50)

@@ -1,6 +1,6 @@
 """Abstention statements ("the sources do not say …", 候選筆記未提及 …) and the check of them.
 
-Design principle 3: an answer that says the sources do not cover something is honest, not a
+An answer that says the sources do not cover something is honest, not a
 hallucination, and is checked like any claim: *is it true that the sources are silent?*
 Asking a small model whether the excerpts "state" such a claim gets the question backwards
 (they never state their own silence), so with ``abstention_check`` on, the program decides:

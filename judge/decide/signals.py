@@ -1,7 +1,7 @@
 """Deterministic signals that may override the judge model's label.
 
-A small model says "supported" far too often (issue 5: lenient rate 68 % on the tuning
-split) and almost never "not_verifiable". Program rules, each recorded in the
+A small model says "supported" far too often (the embedded model's lenient rate was 68 % on
+the tuning split) and almost never "not_verifiable". Program rules, each recorded in the
 verdict's rationale with the model's original label:
 
 1. opinion-like wording (first/second person, feelings, small talk) with little lexical

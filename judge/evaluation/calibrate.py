@@ -85,11 +85,12 @@ class CalibrationOutcome:
 
 
 def validity_gate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The zero-tolerance layer, kept apart from agreement rates (seed 001: gates are layered,
-    never averaged into one score). ``schema``: the judge returned no valid structured output
-    (``judge_error``). ``evidence``: the judge's evidence names a source that does not exist or
-    quotes text that is not in it. Both must be 0 to pass. Answer citations that do not
-    resolve are the answer's problem, not the judge's: counted for information."""
+    """The zero-tolerance layer, kept apart from agreement rates (gates are layered, never
+    averaged into one score: a rate can hide an invalid output, a gate cannot). ``schema``:
+    the judge returned no valid structured output (``judge_error``). ``evidence``: the judge's
+    evidence names a source that does not exist or quotes text that is not in it. Both must be
+    0 to pass. Answer citations that do not resolve are the answer's problem, not the judge's:
+    counted for information."""
     schema = [r for r in rows if r["label"] == "judge_error"]
     evidence = [r for r in rows if any(
         c["outcome"] == "fail" and str(c["target"]).startswith("evidence[")

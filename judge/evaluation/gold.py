@@ -1,11 +1,12 @@
 """Gold files: reading, validation with line-numbered errors, and provenance rules.
 
-A gold file is JSONL in the format of ``shared/gold/external`` (see ``gold/README.md``): one
-claim per line with its sources, a label, an optional subtype and the annotator, plus optional
-guideline version, stratum and weight, and what the review queue's ``judge gold export`` adds
-(``reviews``, ``adjudication``, ``claim_id``, ``answer_id``, ``stratum_size``, ...).
+A gold file is JSONL in the format of the external sets in ``gold/external`` (see
+``gold/README.md``): one claim per line with its sources, a label, an optional subtype and the
+annotator, plus optional guideline version, stratum and weight, and what the review queue's
+``judge gold export`` adds (``reviews``, ``adjudication``, ``claim_id``, ``answer_id``,
+``stratum_size``, ...).
 
-Provenance rules (design principle 8):
+Provenance rules (the judge is measured against people, never against a model):
 
 * Only labels given by a person (annotator ``human:<id>``) count as gold. An item whose label,
   or any review or adjudication inside it, was given by anything else (``model:...``,
@@ -338,7 +339,7 @@ class GoldFile:
 def not_a_person_message(where: str, annotator: str) -> str:
     return (
         f"{where} {annotator!r} is not a person: only '{HUMAN_PREFIX}<id>' labels count as gold. "
-        "A label written by a model never counts as gold (design principle 4); remove the item "
+        "A label written by a model never counts as gold; remove the item "
         "or have a person label it. There is no option to accept it."
     )
 

@@ -67,7 +67,8 @@ class Source(BaseModel):
 
 
 class ClaimInput(BaseModel):
-    """A claim given pre-split in the input (seed 000): used as given, never re-split."""
+    """A claim given pre-split in the input, with its own citations: used as given (and
+    checked), never re-split."""
 
     model_config = ConfigDict(extra="forbid")
 

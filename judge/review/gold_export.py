@@ -65,8 +65,8 @@ def gold_lines(
     include_single_pending: bool = False,
     summary: GoldSummary | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Gold items in the format of ``shared/gold/external`` (id, dataset, question, answer,
-    sources, claim, label, subtype, original_label, annotator) plus guideline version,
+    """Gold items in the format of the gold files (``gold/README.md``: id, dataset, question,
+    answer, sources, claim, label, subtype, original_label, annotator) plus guideline version,
     adjudication, the individual reviews, stratum and weight.
 
     A subject becomes gold when its reviewers agree (and the required second review is in),

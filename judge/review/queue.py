@@ -5,7 +5,8 @@ than ``supported``, a failed deterministic check, a ``judge_error``, a missing c
 evidence), every answer the judge refused to grade (self-grading), and a seeded random sample
 of the claims that passed, so the pass rate can be estimated.
 
-Strata (design principle 9) partition every claim and refused answer in the queue's scope:
+Strata partition every claim and refused answer in the queue's scope, so that estimates from
+the reviewed items can be weighted back to the whole (stratum size / sample size):
 
 - ``flagged``: claims the judge or a check flagged: all included, weight 1;
 - ``judge_error``: claims the judge could not label: all included, weight 1;
@@ -187,7 +188,8 @@ def risk(support: float | None, reasons: Iterable[str] = ()) -> float:
 
 #: Failed checks that prove a defect by exact lookup. ``numbers_match`` is left out: a number
 #: the source writes differently ("1.5 million", "1,500,000") fails it too, and on the check
-#: claims reading its failures first caught fewer human-rejected claims early (README).
+#: claims reading its failures first caught fewer human-rejected claims early
+#: (research/README.md).
 EXACT_CHECKS: frozenset[str] = frozenset(
     {"check:citation_exists", "check:json_path_resolves", "check:quote_found"}
 )

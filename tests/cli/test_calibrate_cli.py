@@ -1,7 +1,8 @@
 """``judge calibrate`` and ``judge eval-gold`` against the scripted fake provider: the JSON
 contract, the HTML report, refusals (a model's labels, self-grading), refused answers and
 judge errors counted, people's agreement, weighted estimates from a review queue's gold
-export, ``--fail-on`` exit codes, resumable evaluation and the README quality table."""
+export, ``--fail-on`` exit codes and resumable evaluation (the README blocks generated from its
+report: tests/research/test_quality_block.py)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,6 @@ from judge.api import judge_file
 from judge.cli import _register, app
 from judge.config import JudgeConfig
 from judge.store import Store
-from research.quality_block import (
-    QUALITY_END,
-    QUALITY_START,
-    BlockError,
-    queue_projection,
-    update_readme,
-)
-from research.quality_block import main as evaluation_main
 from tests.conftest import FAKE_MODEL, write_jsonl
 from tests.fakes import FakeLLM, rule_responder
 
@@ -335,43 +328,19 @@ def test_eval_gold_is_resumable_and_reports_per_dataset(
     plain = invoke("calibrate", "--db", str(db), "--gold", str(gold), "--json")
     assert plain.exit_code == 0 and strict_json(plain.stdout)["confusion"] == data["confusion"]
 
-    readme = tmp_path / "README.md"
-    readme.write_text("# x\nno markers\n", encoding="utf-8")
-    with pytest.raises(BlockError, match="markers"):
-        update_readme(readme, data)
-    assert readme.read_text() == "# x\nno markers\n"
-    assert evaluation_main(["--update-readme", str(out_json), "--readme", str(readme)]) == 1
-    readme.write_text(f"# x\n{QUALITY_START}\nSTALE-TABLE\n{QUALITY_END}\nend\n", encoding="utf-8")
-    assert evaluation_main(["--update-readme", str(out_json), "--readme", str(readme)]) == 0
-    text = readme.read_text()
-    assert "STALE-TABLE" not in text and text.endswith(f"{QUALITY_END}\nend\n")
-    assert "| alpha | 3 |" in text and "| beta | 2 |" in text and "| **all** | 5 |" in text
-    assert data["judge_version"] in text and "Cost per claim: 1.0 model calls" in text
-    # recall per gold label, per dataset and overall, and the queue at other label mixes
-    assert "| dataset | supported | contradicted | not_in_source | not_verifiable |" in text
-    all_row = next(line for line in text.splitlines()
-                   if line.startswith("| **all** |") and "(n=" in line)
-    assert all_row.count("(n=") == sum(
-        1 for m in data["per_label"].values() if m["support"])
-    assert "Review queue: recall" in text and "at a 20% share" in text
-    assert "at or below 50%" in text
     # what people meet when they read only the first part of the queue, per dataset too
     assert set(data["queue_budget"]) == {"25%", "50%"}
     rejected = sum(n for g, row in data["confusion"].items() if g != "supported"
                    for n in row.values())
     assert data["queue_budget"]["50%"]["n"] == rejected
     assert all(set(f["queue_budget"]) == {"25%", "50%"} for f in data["per_dataset"].values())
-    assert "Read in the queue's order" in text and "for any order" in text
-    update_readme(readme, data)
-    assert readme.read_text() == text
 
 
 def test_eval_gold_with_scores_reports_the_queue_at_other_thresholds_and_budgets(
     tmp_path: Path, fake_llm: FakeLLM
 ) -> None:
     """Under strategy ``scores`` every verdict carries P(supported): the report shows the
-    queue at each review_support_below (the configured one reproducing the measured queue),
-    and the README block marks it."""
+    queue at each review_support_below (the configured one reproducing the measured queue)."""
     gold = write_jsonl(tmp_path / "gold.jsonl", eval_gold_items()[:5])
     config = tmp_path / "scores.toml"
     config.write_text('[judge]\nmodel = "fake/judge-model"\nstrategy = "scores"\n'
@@ -388,8 +357,6 @@ def test_eval_gold_with_scores_reports_the_queue_at_other_thresholds_and_budgets
     loads = [p["load"]["value"] for p in data["queue_points"]]
     assert loads == sorted(loads)  # a higher threshold never sends fewer claims
     assert set(data["queue_budget"]) == {"25%", "50%"}
-    text = "\n".join(queue_projection(data))
-    assert "| 0.5 (configured) |" in text and "| 0.3 |" in text
 
 
 def test_eval_gold_rejects_invalid_gold_before_judging(

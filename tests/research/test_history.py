@@ -1,4 +1,5 @@
-"""The README's judge-version history is generated from the reports, never typed by hand."""
+"""The research notes' judge-version history is generated from the reports, never typed by
+hand."""
 
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ def test_table_comes_from_the_reports_and_refuses_a_report_of_another_version(
         history_table(manifest)
 
 
-def test_readme_history_is_what_the_generator_writes(
+def test_research_notes_history_is_what_the_generator_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = tmp_path / "README.md"
-    shutil.copy(ROOT / "README.md", readme)
+    committed = ROOT / "research" / "README.md"
+    notes = tmp_path / "README.md"
+    shutil.copy(committed, notes)
     monkeypatch.chdir(ROOT)  # the default manifest path, as `make eval` runs it
-    assert main(["--readme", str(readme)]) == 0
-    assert readme.read_text() == (ROOT / "README.md").read_text()
+    assert main(["--readme", str(notes)]) == 0
+    assert notes.read_text() == committed.read_text()
+    assert "<!-- history:start -->" not in (ROOT / "README.md").read_text()
 
 
 def test_versions_measured_on_the_largest_subset_get_a_table_with_intervals(

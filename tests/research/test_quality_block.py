@@ -1,0 +1,131 @@
+"""The README quality block and the research notes' detailed figures are generated from the
+report of ``judge eval-gold --output-json`` (``make eval``), never typed by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.api import eval_gold
+from judge.config import JudgeConfig
+from research.quality_block import (
+    DETAILS_END,
+    DETAILS_START,
+    QUALITY_END,
+    QUALITY_START,
+    BlockError,
+    detail_tables,
+    main,
+    quality_table,
+    queue_projection,
+    update_details,
+    update_readme,
+)
+from tests.conftest import FAKE_MODEL, write_jsonl
+from tests.fakes import FakeLLM
+
+AUTH = {"id": "S1", "text": "401 means unauthenticated. 403 means forbidden."}
+TOWER = {"id": "T1", "text": "The tower is 330 metres tall."}
+
+
+def gold_items() -> list[dict[str, Any]]:
+    def item(n: int, claim: str, label: str, subtype: str | None, dataset: str,
+             source: dict[str, str]) -> dict[str, Any]:
+        return {"id": f"g{n}", "dataset": dataset, "sources": [source], "claim": claim,
+                "label": label, "subtype": subtype, "annotator": "human:alice"}
+
+    # the fake judge: a claim found verbatim in a source is supported, else not_in_source
+    return [item(1, "401 means unauthenticated.", "supported", None, "alpha", AUTH),
+            item(2, "403 means forbidden.", "supported", None, "alpha", AUTH),
+            item(3, "404 means gone.", "not_in_source", "unsupported_addition", "alpha", AUTH),
+            item(4, "The tower is 330 metres tall.", "supported", None, "beta", TOWER),
+            item(5, "The tower is 300 metres tall.", "contradicted", "numeric_or_version_error",
+                 "beta", TOWER)]
+
+
+def report(tmp_path: Path, config: JudgeConfig) -> tuple[dict[str, Any], Path]:
+    gold = write_jsonl(tmp_path / "gold.jsonl", gold_items())
+    data = eval_gold(gold, config=config, db=tmp_path / "eval.db").to_dict()
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return data, path
+
+
+def test_the_readme_block_is_one_short_table(
+    tmp_path: Path, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    data, out_json = report(tmp_path, config)
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\nno markers\n", encoding="utf-8")
+    with pytest.raises(BlockError, match="markers"):
+        update_readme(readme, data)
+    assert readme.read_text() == "# x\nno markers\n"
+    assert main(["--update-readme", str(out_json), "--readme", str(readme)]) == 1
+
+    readme.write_text(f"# x\n{QUALITY_START}\nSTALE-TABLE\n{QUALITY_END}\nend\n", encoding="utf-8")
+    assert main(["--update-readme", str(out_json), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "STALE-TABLE" not in text and text.endswith(f"{QUALITY_END}\nend\n")
+    block = text.split(QUALITY_START)[1].split(QUALITY_END)[0].strip()
+    assert block == quality_table(data)
+    first, *rest = block.splitlines()
+    # one line: judge version, gold file and its sha256, cost per claim
+    assert data["judge_version"] in first and str(data["gold"]["file"]) in first
+    assert data["gold"]["sha256"][:12] in first and "cost per claim: 1.0 model calls" in first
+    # then one table, per dataset and overall
+    table = [line for line in rest if line]
+    assert table[0] == ("| dataset | claims | balanced accuracy | contradicted recall | "
+                        "lenient rate | strict rate | queue recall | queue load |")
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| alpha", "| beta", "| **all**"]
+    assert table[2].startswith("| alpha | 3 |") and table[3].startswith("| beta | 2 |")
+    # beta's contradicted claim was judged not_in_source: recall 0 of 1; alpha has none
+    assert "| 0% (n=1) |" in table[3] and " | – | " in table[2]
+    assert "Recall per gold label" not in block and "Review queue" not in block
+    update_readme(readme, data)
+    assert readme.read_text() == text  # regenerating changes nothing
+
+
+def test_the_detailed_figures_go_to_the_research_notes(
+    tmp_path: Path, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    data, out_json = report(tmp_path, config)
+    readme, notes = tmp_path / "README.md", tmp_path / "notes.md"
+    readme.write_text(f"{QUALITY_START}\n{QUALITY_END}\n", encoding="utf-8")
+    notes.write_text("# notes\nno markers\n", encoding="utf-8")
+    with pytest.raises(BlockError, match="markers"):
+        update_details(notes, data)
+    # the notes lack their markers: neither file is touched
+    assert main(["--update-readme", str(out_json), "--readme", str(readme),
+                 "--details", str(notes)]) == 1
+    assert readme.read_text() == f"{QUALITY_START}\n{QUALITY_END}\n"
+
+    notes.write_text(f"# notes\n{DETAILS_START}\nSTALE\n{DETAILS_END}\n", encoding="utf-8")
+    assert main(["--update-readme", str(out_json), "--readme", str(readme),
+                 "--details", str(notes)]) == 0
+    text = notes.read_text()
+    assert "STALE" not in text and detail_tables(data) in text
+    assert quality_table(data) in readme.read_text()
+    # recall per gold label, per dataset and overall, and the queue at other label mixes
+    assert "| dataset | supported | contradicted | not_in_source | not_verifiable |" in text
+    all_row = next(line for line in text.splitlines()
+                   if line.startswith("| **all** |") and "(n=" in line)
+    assert all_row.count("(n=") == sum(1 for m in data["per_label"].values() if m["support"])
+    assert "Review queue: recall" in text and "at a 20% share" in text
+    assert "at or below 50%" in text
+    assert "Read in the queue's order" in text and "for any order" in text
+    assert "Validity gate" in text and "Cost per claim: 1.0 model calls" in text
+
+
+def test_the_queue_at_other_thresholds_marks_the_configured_one(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    config = JudgeConfig(model=FAKE_MODEL, strategy="scores", signals=False,
+                         review_support_below=0.5,
+                         prompts={"split_claims": "v1", "choose_label": "v1"})
+    data, _ = report(tmp_path, config)
+    text = "\n".join(queue_projection(data))
+    assert "| 0.5 (configured) |" in text and "| 0.3 |" in text
+    assert text in detail_tables(data)
