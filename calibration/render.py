@@ -7,14 +7,13 @@ autoescaping on, so claim ids, rationales, dataset names and notes are always es
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import TypeGuard
 
 from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup
 
 from calibration.drift import DriftReport
+from calibration.formatting import defined, num, pct, pvalue
 from calibration.labels import JUDGE_LABELS, LABELS
 from calibration.report import CalibrationReport
 from calibration.results import Estimate
@@ -23,22 +22,16 @@ from calibration.thresholds import ThresholdViolation
 _BAR_WIDTH = 160
 
 
-def _defined(x: float | None) -> TypeGuard[float]:
-    return x is not None and math.isfinite(x)
+_defined = defined
+_pvalue = pvalue
 
 
 def _pct(x: float | None) -> str:
-    return f"{100 * x:.1f}%" if _defined(x) else "—"
+    return pct(x, 1)
 
 
 def _num(x: float | None, digits: int = 3) -> str:
-    return f"{x:.{digits}f}" if _defined(x) else "—"
-
-
-def _pvalue(x: float | None) -> str:
-    if not _defined(x):
-        return "—"
-    return "< 0.0001" if x < 1e-4 else f"{x:.4f}"
+    return num(x, digits)
 
 
 def _ci(e: Estimate, fmt: str = "pct") -> str:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from calibration.formatting import pct
 from research.quality_block import BlockError as EvaluationError
 from research.quality_block import replace_block
 
@@ -28,7 +29,7 @@ HISTORY_END = "<!-- history:end -->"
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1%}"
+    return pct(value, 1)
 
 
 def _figures(path: Path, expected_version: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration import max_share_for_load, projected_load
-from judge.formatting import pct, with_ci
+from calibration.formatting import pct, with_ci
 from judge.verdicts import LABELS
 
 QUALITY_START = "<!-- quality:start -->"

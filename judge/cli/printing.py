@@ -8,8 +8,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from calibration.formatting import num, pct, pvalue
 from judge.cli.common import out
-from judge.formatting import num, pct, pvalue
 
 
 def _pct(x: float | None) -> str:
@@ -144,7 +144,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
         ds.columns[0].no_wrap = True
 
         def p0(x: float) -> str:
-            return "—" if not math.isfinite(x) else f"{100 * x:.0f}%"
+            return pct(x, 0)
 
         for name, f in r.per_dataset.items():
             ds.add_row(name, str(f.n), p0(f.accuracy.value), p0(f.balanced_accuracy.value),
