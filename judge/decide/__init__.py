@@ -16,6 +16,7 @@ config and models; never the store, review or evaluation.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -48,6 +49,27 @@ class Strategy(Protocol):
     async def decide(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
     ) -> list[Decision]: ...
+
+
+class StrategyBase:
+    """A strategy bound to a judge config, a model client and the prompt templates."""
+
+    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path) -> None:
+        self.config = config
+        self.client = client
+        self.root = root
+
+
+class PerClaim(StrategyBase):
+    """A strategy that decides each claim on its own (its calls may run concurrently)."""
+
+    async def decide(
+        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
+    ) -> list[Decision]:
+        return list(await asyncio.gather(*(self.one(record, c, run_id) for c in claims)))
+
+    async def one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
+        raise NotImplementedError
 
 
 #: The prompt each strategy asks (besides ``split_claims``).

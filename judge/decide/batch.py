@@ -5,23 +5,16 @@ models."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
-from judge.config import JudgeConfig
-from judge.decide import Decision
-from judge.models.client import CallFailed, ModelClient
+from judge.decide import Decision, StrategyBase
+from judge.models.client import CallFailed
 from judge.models.prompts import render
 from judge.models.schemas import ClaimJudgement, VerifyOutput
 from judge.records import AnswerRecord
 from judge.verdicts import Claim
 
 
-class BatchStrategy:
-    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path) -> None:
-        self.config = config
-        self.client = client
-        self.root = root
-
+class BatchStrategy(StrategyBase):
     async def decide(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
     ) -> list[Decision]:

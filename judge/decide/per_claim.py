@@ -4,31 +4,17 @@ local models."""
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
-from judge.config import JudgeConfig
-from judge.decide import Decision
+from judge.decide import Decision, PerClaim
 from judge.decide.excerpts import excerpt_data, locate_excerpts
-from judge.models.client import CallFailed, ModelClient
+from judge.models.client import CallFailed
 from judge.models.prompts import render
 from judge.models.schemas import ClaimJudgement, ClaimLabel
 from judge.records import AnswerRecord
 from judge.verdicts import Claim
 
 
-class PerClaimStrategy:
-    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path) -> None:
-        self.config = config
-        self.client = client
-        self.root = root
-
-    async def decide(
-        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
-    ) -> list[Decision]:
-        return list(await asyncio.gather(*(self._one(record, c, run_id) for c in claims)))
-
-    async def _one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
+class PerClaimStrategy(PerClaim):
+    async def one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
         located = locate_excerpts(claim.text, record)
         prompt = render(
             "label_claim",

@@ -12,11 +12,9 @@ per-label bias (``label_bias``) and taking the best. The resulting probability o
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from judge.decide import Decision
+from judge.decide import Decision, PerClaim
 from judge.decide.excerpts import excerpt_data, locate_excerpts
 from judge.decide.linear import decide_linear, features
 from judge.decide.options import OPTIONS, decide, describe, log_normalise
@@ -27,22 +25,10 @@ from judge.text import has_cjk
 from judge.verdicts import Claim, Label
 
 if TYPE_CHECKING:
-    from judge.config import JudgeConfig
-    from judge.models.client import ModelClient
     from judge.records import AnswerRecord
 
-class ScoresStrategy:
-    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path) -> None:
-        self.config = config
-        self.client = client
-        self.root = root
-
-    async def decide(
-        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
-    ) -> list[Decision]:
-        return list(await asyncio.gather(*(self._one(record, c, run_id) for c in claims)))
-
-    async def _one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
+class ScoresStrategy(PerClaim):
+    async def one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
         located = locate_excerpts(claim.text, record)
         version = self.config.prompts["choose_label"]
         prompt = render(

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from calibration.labels import one_of
-from judge.records.jsonl import iter_lines
+from judge.records.jsonl import explain, iter_lines
 from judge.records.models import MAX_ANSWER_CHARS, MAX_LINE_BYTES, MAX_SOURCE_CHARS
 from judge.review.reviews import HUMAN_PREFIX, REVIEW_SUBTYPES, is_human
 from judge.verdicts import ALL_SUBTYPES, LABELS, Label
@@ -344,15 +344,6 @@ def not_a_person_message(where: str, annotator: str) -> str:
     )
 
 
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "item"
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
-
-
 def _raw_annotators(data: dict[str, Any]) -> list[tuple[str, str]]:
     """Annotator fields of a raw (possibly invalid) item, to refuse model labels even when the
     item has other errors."""
@@ -391,7 +382,7 @@ def parse_gold_line(raw: bytes, line: int) -> tuple[GoldItem | None, list[GoldPr
     try:
         item = GoldItem.model_validate(data)
     except ValidationError as exc:
-        return None, [*problems, GoldProblem(line, "error", _explain(exc), item_id)]
+        return None, [*problems, GoldProblem(line, "error", explain(exc, "item"), item_id)]
     reported = {where for where, _ in _raw_annotators(data)}
     for where, who in item.annotators():
         if where in reported or is_human(who):

@@ -31,11 +31,12 @@ class AcceptedLine:
     record: AnswerRecord
 
 
-def explain(exc: ValidationError) -> str:
-    """A validation error as ``field: reason; field: reason``."""
+def explain(exc: ValidationError, what: str = "record") -> str:
+    """A validation error as ``field: reason; field: reason`` (``what`` when the whole
+    object is wrong)."""
     parts = []
     for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        loc = ".".join(str(p) for p in err["loc"]) or what
         msg = err["msg"].removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}")
     return "; ".join(parts)
