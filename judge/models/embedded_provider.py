@@ -53,7 +53,9 @@ _PASSTHROUGH = frozenset(
     }
 )
 # Keys litellm may put into optional_params that carry no meaning for a local model.
-_IGNORED = frozenset({"user", "extra_headers", "stream_options", "metadata", "store"})
+_IGNORED = frozenset({"user", "extra_headers", "stream_options", "metadata", "store",
+                      # retry settings: the client retries, never the provider
+                      "max_retries", "num_retries"})
 
 
 

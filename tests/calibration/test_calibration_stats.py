@@ -33,7 +33,7 @@ T3 = np.array([[20, 5, 3], [2, 15, 4], [1, 6, 10]])
 
 
 def test_labels_match_the_judge_vocabulary():
-    verdicts = pytest.importorskip("judge.verdicts")
+    from judge import verdicts
     assert verdicts.LABELS == LABELS
     assert verdicts.JUDGE_ERROR == JUDGE_ERROR
 

@@ -230,8 +230,7 @@ def test_fail_on_thresholds_exit_3(tmp_path: Path, judged: Path) -> None:
 def test_gold_from_the_review_queue_gives_weighted_estimates(tmp_path: Path) -> None:
     """Integration with the review queue: label every queued item, export gold with
     ``gold_lines`` and calibrate: 20 of 64 passed claims sampled, weight 3.2 (seed 000)."""
-    review = pytest.importorskip("judge.review")
-    queue = pytest.importorskip("judge.queue")
+    from judge.review import gold_export, queue, reviews
     from tests.review_helpers import known_store
 
     store = known_store(tmp_path)
@@ -243,7 +242,7 @@ def test_gold_from_the_review_queue_gives_weighted_estimates(tmp_path: Path) -> 
     rows = {r["claim_id"]: r for r in store.verdict_rows()}
     for it in items:
         if it["kind"] != "claim":
-            review.record_review(store, it["subject"], "alice", "not_in_source",
+            reviews.record_review(store, it["subject"], "alice", "not_in_source",
                                  subtype="unsupported_addition")
             continue
         judge_label = rows[it["claim_id"]]["label"]
@@ -253,9 +252,9 @@ def test_gold_from_the_review_queue_gives_weighted_estimates(tmp_path: Path) -> 
             label, subtype = "supported", None
         else:
             label, subtype = judge_label, rows[it["claim_id"]]["subtype"] or "opinion"
-        review.record_review(store, it["subject"], "alice", label, subtype=subtype)
+        reviews.record_review(store, it["subject"], "alice", label, subtype=subtype)
     gold_path = tmp_path / "gold.jsonl"
-    write_jsonl(gold_path, list(review.gold_lines(store, built.queue_id)))
+    write_jsonl(gold_path, list(gold_export.gold_lines(store, built.queue_id)))
     store.close()
     result = invoke("calibrate", "--db", str(tmp_path / "known.db"), "--gold", str(gold_path),
                     "--json")

@@ -454,3 +454,13 @@ def test_real_instructor_json_schema() -> None:
     verdict = asyncio.run(go())
     assert isinstance(verdict, Verdict)
     assert verdict.label == "supported"
+
+
+def test_the_clients_retry_settings_reach_the_provider_harmlessly() -> None:
+    """The model client tells litellm not to retry (it is the one retry layer); those settings
+    arrive in optional_params and must not be refused as unsupported parameters."""
+    request = embedded_provider._build_request(
+        [{"role": "user", "content": "hi"}], {"num_retries": 0, "max_retries": 0,
+                                              "temperature": 0.0})
+    assert "num_retries" not in request and "max_retries" not in request
+    assert request["temperature"] == 0.0
