@@ -25,7 +25,6 @@ from judge.cli.common import (
     progress_bar,
     write_text,
 )
-from judge.evaluation.gold import read_gold
 
 THRESHOLD_EXIT = 3
 
@@ -96,9 +95,11 @@ def calibrate(
     html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     fail_on: list[str] = typer.Option([], "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
-    """Compare the judge's verdicts with human gold labels on the same claims (matched by
-    claim id, or by claim text + sources): confusion matrix, direction of error (lenient /
-    strict), review-queue recall and load, kappa, per label and subtype, with intervals.
+    """Compare the judge's verdicts with human gold labels on the same claims.
+
+    Claims are matched by claim id, or by claim text + sources. The report: confusion
+    matrix, direction of error (lenient / strict), review-queue recall and load, kappa, per
+    label and subtype, with intervals, and the claims the judge got wrong.
 
     Refuses, without any override, when the judge model generated the judged answers or
     when a gold label was not given by a person."""
@@ -131,8 +132,11 @@ def eval_gold(
         None, "--output-json", help="Also write the JSON report to this file."),
     fail_on: list[str] = typer.Option([], "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
-    """Judge the claims of a gold file (as pre-split claims with their sources), then print
-    the calibration report of that run. Resumable; stored model calls are reused."""
+    """Judge the claims of a gold file, then print the calibration report of that run.
+
+    The gold claims are judged as pre-split claims with their sources. Resumable; stored
+    model calls are reused.
+    """
     from judge import api
     from judge.cli.common import load_config
     from judge.evaluation import EvaluationError
@@ -165,8 +169,13 @@ def gold_check(
     files: list[Path] = typer.Argument(..., help="Gold JSONL file(s)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per file list."),
 ) -> None:
-    """Validate gold files: every problem with its line number; items labelled by a model are
-    refused. Exit code 1 when any file has an invalid or refused item."""
+    """Validate gold files: every problem with its line number.
+
+    Items labelled by a model are refused. Exit code 1 when any file has an invalid or
+    refused item.
+    """
+    from judge.evaluation.gold import read_gold
+
     results = []
     bad = False
     for path in files:

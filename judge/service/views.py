@@ -108,7 +108,9 @@ def _check_summary(check: dict[str, Any]) -> str:
     if detail.get("path"):
         parts.append(f"path {detail['path']}")
     if check["name"] == "json_path_resolves" and "value" in detail:
-        parts.append(f"value {json.dumps(detail['value'], ensure_ascii=False)[:200]}")
+        value = detail["value"]
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"value {shown[:200]}")
     if detail.get("missing"):
         parts.append("missing: " + ", ".join(map(str, detail["missing"])))
     if detail.get("matched"):
