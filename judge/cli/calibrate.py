@@ -35,7 +35,13 @@ FAIL_ON_HELP = (
 )
 
 
-def parse_fail_on(values: list[str]) -> dict[str, float]:
+def parse_fail_on(values: list[str], kind: str = "calibration") -> dict[str, float]:
+    """``KEY=VALUE`` thresholds; a key the ``kind`` of report does not understand is an error
+    before anything is judged."""
+    from calibration.thresholds import THRESHOLD_KEYS
+    from judge.evaluation.reports import GATE_THRESHOLDS
+
+    known = THRESHOLD_KEYS[kind] + (GATE_THRESHOLDS if kind == "calibration" else ())
     thresholds: dict[str, float] = {}
     for raw in values:
         for part in (p.strip() for p in raw.split(",")):
@@ -48,6 +54,9 @@ def parse_fail_on(values: list[str]) -> dict[str, float]:
                 thresholds[key.strip()] = float(value)
             except ValueError:
                 fail(f"--fail-on {part!r}: expected KEY=NUMBER, e.g. kappa_below=0.6")
+            if key.strip() not in known:
+                fail(f"--fail-on {key.strip()!r} is not a {kind} threshold; known: "
+                     f"{', '.join(known)}")
     return thresholds
 
 

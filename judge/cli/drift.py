@@ -45,7 +45,7 @@ def drift(
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected
 
-    thresholds = parse_fail_on(fail_on)
+    thresholds = parse_fail_on(fail_on, "drift")
     for path in (gold, input):
         if path is not None and not path.exists():
             fail(f"{path} does not exist")

@@ -200,10 +200,12 @@ def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
         return ["(no items)\n"]
     id_w = max(len(i["id"]) for i in items)
     pos_w = max(len(str(i["position"])) for i in items)
+    fixed = pos_w + id_w + 11 + 12 + (7 + 2 if reveal else 0) + 2 * 4
+    why_w = max(8, min(26, (width - fixed) // 3))  # the reasons give way before the claim
     head = [f"{'#':>{pos_w}}", f"{'item':<{id_w}}", f"{'stratum':<11}"]
     if reveal:
         head.append(f"{'support':>7}")
-    head += [f"{'state':<12}", f"{'why':<26}", "claim"]
+    head += [f"{'state':<12}", f"{'why':<{why_w}}", "claim"]
     lines = ["  ".join(head)]
     for item in items:
         cells = [f"{item['position']:>{pos_w}}", f"{item['id']:<{id_w}}",
@@ -212,9 +214,9 @@ def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
             support = item.get("support")
             cells.append(f"{'—' if support is None else format(support, '.2f'):>7}")
         cells += [_fit(item["state"].replace("_", " "), 12),
-                  _fit(", ".join(item["reasons"]) or "-", 26)]
+                  _fit(", ".join(item["reasons"]) or "-", why_w)]
         used = cell_len("  ".join(cells)) + 2
-        cells.append(_fit(item.get("claim") or "", max(width - used, 20)).rstrip())
+        cells.append(_fit(item.get("claim") or "", max(width - used, 8)).rstrip())
         lines.append("  ".join(cells))
     return [line.rstrip() + "\n" for line in lines]
 
