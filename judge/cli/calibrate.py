@@ -55,7 +55,7 @@ def parse_fail_on(values: list[str], kind: str = "calibration") -> dict[str, flo
             except ValueError:
                 fail(f"--fail-on {part!r}: expected KEY=NUMBER, e.g. kappa_below=0.6")
             if key.strip() not in known:
-                fail(f"--fail-on {key.strip()!r} is not a {kind} threshold; known: "
+                fail(f"--fail-on: unknown {kind} threshold {key.strip()!r}; known: "
                      f"{', '.join(known)}")
     return thresholds
 
