@@ -2,8 +2,9 @@
 
 One file each, no external JS or CSS: inline styles, charts as inline SVG (bars with their
 interval as a black whisker, the confusion heatmap, per-label recall, the queue's recall
-against its load, the drift flip matrix: :mod:`calibration.plots`). Templates are rendered by Jinja2 with
-autoescaping on, so claim ids, rationales, dataset names and notes are always escaped.
+against its load, the drift flip matrix: :mod:`calibration.plots`). Templates are rendered
+by Jinja2 with autoescaping on, so claim ids, rationales, dataset names and notes are always
+escaped.
 """
 
 from __future__ import annotations
