@@ -109,10 +109,8 @@ def write_stdout(chunks: Iterable[str]) -> None:
 
 
 def terminal_width() -> int:
-    """Columns to fit a table in: the terminal's, or $COLUMNS, else 100 (a pipe)."""
-    import os
+    """Columns to fit a table in: the terminal's width (as the standard library sees it),
+    else 100 (a pipe)."""
     import shutil
 
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
-    return shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+    return shutil.get_terminal_size((100, 24)).columns

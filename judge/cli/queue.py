@@ -138,7 +138,7 @@ def list_cmd(
     """List a queue's items in reading order: claim text, why each is there, review state.
 
     The item id is never cut (copy it into `judge review add`); the claim text is
-    shortened to fit the terminal ($COLUMNS; 100 columns in a pipe). Blind unless --reveal.
+    shortened to fit the terminal (100 columns in a pipe). Blind unless --reveal.
     """
     store = open_store(db, must_exist=True)
     if all_queues:
