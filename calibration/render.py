@@ -1,17 +1,21 @@
 """Self-contained HTML pages for calibration and drift reports.
 
-One file each, no external JS or CSS: inline styles, charts as inline SVG bars (the bar is
-the point estimate, the black whisker its interval). Templates are rendered by Jinja2 with
-autoescaping on, so claim ids, rationales, dataset names and notes are always escaped.
+One file each, no external JS or CSS: inline styles, charts as inline SVG (bars with their
+interval as a black whisker, the confusion heatmap, per-label recall, the queue's recall
+against its load, the drift flip matrix: :mod:`calibration.plots`). Templates are rendered
+by Jinja2 with autoescaping on, so claim ids, rationales, dataset names and notes are always
+escaped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup
 
+from calibration import plots
 from calibration.drift import DriftReport
 from calibration.formatting import defined, num, pct, pvalue
 from calibration.labels import JUDGE_LABELS, LABELS
@@ -73,6 +77,9 @@ td.diag{background:#e6f4ea;font-weight:600}td.err{background:#fdecea}
 .note{color:#8a4b00}.muted{color:#666}.bad{color:#b00020;font-weight:600}
 .rationale{max-width:320px;text-align:left;white-space:pre-wrap;word-break:break-word}
 svg{vertical-align:middle}
+.charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start;margin:.5rem 0}
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK TC","Noto Sans CJK SC",
+"PingFang TC","Microsoft JhengHei",sans-serif}
 """
 
 _MACROS = """
@@ -145,6 +152,13 @@ _MACROS = """
 </table>
 {%- endif %}
 <h3>Confusion matrix</h3>
+<div class="charts">
+{{ plots.heatmap(f.confusion, labels, judge_labels, "gold", "judge",
+                 "Confusion: gold label (rows) against judge label (columns)") }}
+{{ plots.interval_bars(recall_of(f), "Recall per gold label with " ~ conf ~ " intervals") }}
+{{ plots.curve(queue_curve(f), (f.queue_load.value, f.queue_recall.value),
+               "Review queue: recall against load") }}
+</div>
 {{ confusion(f.confusion, labels, judge_labels, "gold", "judge", prefix ~ "confusion") }}
 <h3>Lenient rate per gold label and subtype</h3>
 <table>{{ estimates_head() }}
@@ -255,6 +269,10 @@ _DRIFT = """{% import "macros" as m with context %}<!doctype html>
 {%- endfor %}
 </table>
 <h2>Flip table</h2>
+<div class="charts">
+{{ plots.heatmap(r.flips, judge_labels, judge_labels, "A", "B",
+                 "Flips: version A's label (rows) against version B's (columns)") }}
+</div>
 {{ m.confusion(r.flips, judge_labels, judge_labels, "A", "B", "flips") }}
 <h2>Label rates</h2>
 <table><tr><th class="l">label</th><th>rate A</th><th>rate B</th><th>change B − A</th>
@@ -282,11 +300,13 @@ neither: {{ g.neither }}.</p>
 {%- endif %}
 <h2>Flipped claims</h2>
 {%- if r.flipped %}
-<table id="flipped"><tr><th class="l">claim</th><th class="l">A</th><th class="l">B</th>
+<table id="flipped"><tr><th class="l">claim</th><th class="l">text</th>
+<th class="l">A</th><th class="l">B</th>
 <th class="l">gold</th><th class="l">direction</th><th class="l">rationale A</th>
 <th class="l">rationale B</th></tr>
 {%- for f in r.flipped %}
-<tr><td class="l">{{ f.claim_id }}</td><td class="l">{{ f.label_a }}</td>
+<tr><td class="l">{{ f.claim_id }}</td><td class="rationale">{{ claims.get(f.claim_id, "") }}</td>
+<td class="l">{{ f.label_a }}</td>
 <td class="l">{{ f.label_b }}</td><td class="l">{{ f.gold_label or "—" }}</td>
 <td class="l">{{ f.toward_gold or "—" }}</td>
 <td class="rationale">{{ f.rationale_a or "" }}</td>
@@ -303,6 +323,21 @@ _env = Environment(
     undefined=StrictUndefined,
     trim_blocks=False,
 )
+def _recall_of(f: Any) -> dict[str, Estimate]:
+    return {label: m.recall for label, m in f.per_label.items()}
+
+
+def _queue_curve(f: Any) -> list[tuple[float, float, str]]:
+    """(load, recall, setting) of the queue at other ``review_support_below`` values, else of
+    reading only the first share of claims in queue order."""
+    if f.queue_points:
+        return [(p.load.value, p.recall.value, f"review_support_below {p.review_support_below}")
+                for p in f.queue_points]
+    return [(float(share.rstrip("%")) / 100, e.value, f"first {share} read")
+            for share, e in f.queue_budget.items()]
+
+
+_env.globals.update(plots=plots, recall_of=_recall_of, queue_curve=_queue_curve)
 _env.globals.update(pct=_pct, num=_num, ci=_ci, pvalue=_pvalue, geom=_bar,
                     labels=LABELS, judge_labels=JUDGE_LABELS,
                     css=Markup(_CSS))  # a constant of this module, not input
@@ -327,10 +362,12 @@ def render_calibration_html(report: CalibrationReport) -> str:
 
 
 def render_drift_html(
-    report: DriftReport, violations: Sequence[ThresholdViolation] | None = None
+    report: DriftReport, violations: Sequence[ThresholdViolation] | None = None,
+    claims: Mapping[str, str] | None = None,
 ) -> str:
     """A self-contained HTML page for a drift report; with ``violations`` (from
-    :func:`calibration.thresholds.check_thresholds`) a thresholds section is added."""
+    :func:`calibration.thresholds.check_thresholds`) a thresholds section is added, with
+    ``claims`` (claim id → text) the flipped claims show their text."""
     tests = [
         ("McNemar (supported vs not)", report.mcnemar),
         ("Stuart–Maxwell (marginal homogeneity)", report.stuart_maxwell),
@@ -338,5 +375,5 @@ def render_drift_html(
     ]
     return _env.get_template("drift").render(
         r=report, tests=tests, violations=None if violations is None else list(violations),
-        conf=_conf(report.confidence),
+        conf=_conf(report.confidence), claims=dict(claims or {}),
     )

@@ -94,6 +94,12 @@ _CALIBRATION: dict[str, _Rule[CalibrationReport]] = {
 }
 
 
+#: The threshold keys each kind of report understands.
+THRESHOLD_KEYS: dict[str, tuple[str, ...]] = {
+    "calibration": tuple(_CALIBRATION), "drift": tuple(_DRIFT),
+}
+
+
 def check_thresholds(
     report: DriftReport | CalibrationReport, fail_on: Mapping[str, float]
 ) -> list[ThresholdViolation]:

@@ -9,6 +9,9 @@ The public surface (documented in ``docs/python-api.md``)::
     judge.calibrate(gold, *, db, judge_version=None)
     judge.drift(version_a, version_b, *, db, gold=None, records=None)
     judge.load_config(path=None, **overrides)
+    judge.read_dataset(path, format)            # RAGAS / DeepEval files as answer records
+    judge.export(db, output, format="jsonl", *, run_id=None, queue=None, reveal=False)
+    judge.import_reviews(path, format, *, db, queue=None)   # Label Studio / Argilla
 
 and the types they take and return (``AnswerRecord``, ``JudgeConfig``, ``AnswerResult``,
 ``Verdict``, ``Label``, ...). Names are imported on first use, so ``import judge`` stays cheap
@@ -39,6 +42,9 @@ _EXPORTS: dict[str, str] = {
     "RecordsError": "judge.api",
     "CalibrationResult": "judge.api",
     "DriftResult": "judge.api",
+    "export": "judge.api",
+    "read_dataset": "judge.api",
+    "import_reviews": "judge.api",
     "load_config": "judge.config",
     "JudgeConfig": "judge.config",
     "DEFAULT_MODEL": "judge.config",
@@ -79,10 +85,13 @@ __all__ = [
     "calibrate",
     "drift",
     "eval_gold",
+    "export",
+    "import_reviews",
     "judge_answers",
     "judge_file",
     "judge_version",
     "load_config",
+    "read_dataset",
     "read_records",
 ]
 
@@ -110,8 +119,11 @@ if TYPE_CHECKING:
         calibrate,
         drift,
         eval_gold,
+        export,
+        import_reviews,
         judge_answers,
         judge_file,
+        read_dataset,
     )
     from judge.config import DEFAULT_MODEL, JudgeConfig, judge_version, load_config
     from judge.records import AnswerRecord, Citation, Source, read_records

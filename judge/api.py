@@ -42,7 +42,8 @@ from judge.verdicts import AnswerStatus, Verdict
 
 __all__ = [
     "AnswerResult", "CalibrationResult", "DriftResult", "JudgeResults", "RecordsError",
-    "calibrate", "drift", "eval_gold", "judge_answers", "judge_file", "load_config",
+    "calibrate", "drift", "eval_gold", "export", "import_reviews", "judge_answers",
+    "judge_file", "load_config", "read_dataset",
 ]
 
 OnError = Literal["raise", "skip"]
@@ -372,3 +373,108 @@ def _answer_id(record: dict[str, Any] | AnswerRecord) -> str:
     if isinstance(record, AnswerRecord):
         return record.answer_id
     return AnswerRecord.model_validate(record).answer_id
+
+
+# -- formats ------------------------------------------------------------------------------------
+
+#: What :func:`export` writes: verdicts one per claim (``jsonl``, ``csv``, ``parquet``), the
+#: review queue as annotation-tool tasks (``label-studio``, ``argilla``), the run's answer
+#: records in peers' schemas (``ragas``, ``deepeval``), and ``datasette-metadata``.
+EXPORT_FORMATS = ("jsonl", "csv", "parquet", "label-studio", "argilla", "ragas", "deepeval",
+                  "datasette-metadata")
+#: What :func:`read_dataset` reads (answer records) and :func:`import_reviews` reads (reviews).
+DATASET_FORMATS = ("ragas", "deepeval")
+REVIEW_FORMATS = ("label-studio", "argilla")
+
+
+def read_dataset(path: str | Path, format: str) -> list[dict[str, Any]]:
+    """A RAGAS evaluation dataset or DeepEval test cases (JSONL, JSON or CSV) as answer
+    records (dicts in the JSONL schema, ready for :func:`judge_answers`). Raises
+    ``ValueError`` naming every bad row."""
+    from judge.records.peers import read_peer_file
+
+    return read_peer_file(path, format)
+
+
+def import_reviews(
+    path: str | Path,
+    format: str,
+    *,
+    db: str | Path | Store,
+    queue: str | None = None,
+    guideline_version: str | None = None,
+    dry_run: bool = False,
+) -> Any:
+    """Label Studio or Argilla annotations of an exported queue (:func:`export`) as reviews
+    by their annotators (``human:<id>``; a model's label is refused). All or nothing: the
+    result's ``errors`` list every problem and then nothing is stored."""
+    from judge.review.annotation_tools import import_annotations
+    from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
+
+    with _store(db) as store:
+        return import_annotations(store, Path(path), format, queue,
+                                  guideline_version or DEFAULT_GUIDELINE_VERSION, dry_run)
+
+
+def export(
+    db: str | Path | Store,
+    output: str | Path | Any,
+    format: str = "jsonl",
+    *,
+    run_id: str | None = None,
+    queue: str | None = None,
+    reveal: bool = False,
+) -> None:
+    """Write ``format`` (:data:`EXPORT_FORMATS`) to ``output`` (a path, or a text stream for
+    every format but ``parquet``). Verdicts and records cover ``run_id`` (default: the latest
+    run); annotation-tool tasks cover ``queue`` (default: the latest), blind unless
+    ``reveal``."""
+    import json as _json
+
+    from judge.review.queue import QueueError
+
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, not {format!r}")
+    with _store(db) as store:
+        if format == "datasette-metadata":
+            from judge.store.metadata import datasette_metadata
+
+            name = store.path.stem if store.path else "judge"
+            chunks: Iterable[str] = [_json.dumps(datasette_metadata(name), indent=2) + "\n"]
+        elif format in REVIEW_FORMATS:
+            from judge.review.annotation_tools import tool_lines
+
+            chunks = tool_lines(store, format, queue, reveal)
+        else:
+            run_id = run_id or store.latest_run_id()
+            if run_id is None:
+                raise QueueError(f"no runs in {store.path or 'the store'}")
+            chunks = _run_chunks(store, format, run_id, output)
+            if format == "parquet":
+                list(chunks)
+                return
+        if isinstance(output, str | Path):
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                fh.writelines(chunks)
+        else:
+            output.writelines(chunks)
+
+
+def _run_chunks(store: Store, format: str, run_id: str, output: Any) -> Iterator[str]:
+    from judge.review.export import export_rows, to_csv, to_jsonl, write_parquet
+
+    if format in DATASET_FORMATS:
+        from judge.records.peers import peer_lines
+
+        ids = [r["answer_id"] for r in store.run_answer_rows(run_id)]
+        records = (store.answer_record(i) for i in ids)
+        yield from peer_lines((r for r in records if r is not None), format)
+        return
+    rows = export_rows(store, run_id=run_id)
+    if format == "parquet":
+        if not isinstance(output, str | Path):
+            raise ValueError("Parquet is written to a file: give an output path")
+        write_parquet(rows, output)
+        return
+    yield from (to_jsonl(rows) if format == "jsonl" else to_csv(rows))

@@ -7,7 +7,11 @@ Everything here works the same for English and for Traditional or Simplified Chi
 - :func:`find_quote` finds a quote verbatim (after normalisation), with ``...``/``…`` gaps.
 - :func:`tokens`, :func:`lexical_overlap` and :func:`best_passages` give a deterministic
   lexical signal (latin words + CJK bigrams) used by the program's evidence strength.
-- :func:`split_sentences` splits English and CJK text into sentence spans.
+- :func:`split_sentences` splits English and CJK text into sentence spans (the Latin full
+  stops are decided by pysbd, which knows abbreviations such as ``U.S.``, ``Oct.``,
+  ``p.m.``, ``St.``); :func:`passage_sentences` is the older splitter that the passages
+  behind the excerpts and the fitted rule's features (:func:`best_passages`) keep using, so
+  the embedded default sees what its rule was fitted on.
 """
 
 from __future__ import annotations
@@ -219,9 +223,12 @@ _ABBREVIATIONS = frozenset({"e.g", "i.e", "vs", "cf", "al", "mr", "mrs", "ms", "
 _LIST_MARKER = re.compile(r"\s*(?:\d{1,3}|[a-zA-Z]|[ivx]{1,4})\s*$")
 
 
-def _latin_stop_ends(text: str, i: int, start: int) -> bool:
+def _latin_stop_ends(text: str, i: int, start: int,
+                     starts: frozenset[int] | None = None) -> bool:
     """Whether the ``.?!`` at ``i`` ends a sentence: followed by space, end or CJK, and not
-    an abbreviation (``e.g.``) nor a list marker (``1.`` opening the sentence)."""
+    an abbreviation (``e.g.``) nor a list marker (``1.`` opening the sentence). With
+    ``starts`` (sentence starts found by pysbd), a full stop followed by a space ends a
+    sentence only where pysbd starts one."""
     j = i + 1
     while j < len(text) and text[j] in _CLOSERS:
         j += 1
@@ -234,6 +241,11 @@ def _latin_stop_ends(text: str, i: int, start: int) -> bool:
             return False
         if _LIST_MARKER.fullmatch(head):
             return False
+        if starts is not None and j < len(text) and text[j].isspace():
+            k = j
+            while k < len(text) and text[k].isspace():
+                k += 1
+            return k >= len(text) or k in starts
     return True
 
 
@@ -245,14 +257,35 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (start, end) if end > start else None
 
 
+def _pysbd_starts(text: str) -> frozenset[int]:
+    """Offsets where pysbd (English rules) starts a sentence."""
+    import pysbd
+
+    segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
+    return frozenset(span.start for span in segmenter.segment(text))
+
+
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans ``[start, end)`` of ``text`` (whitespace trimmed, empty ones dropped).
 
-    A sentence ends at a newline, after CJK ``。！？；`` and after English ``.?!`` that are
-    followed by whitespace, the end of the text or a CJK character. Closing quotes and brackets
-    right after the terminator belong to the sentence; ``3.2``, ``e.g.`` and list markers such
-    as ``1.`` opening a sentence do not end one.
+    A sentence ends at a newline, after CJK ``。！？；`` and after English ``.?!`` followed by
+    whitespace, the end of the text or a CJK character; whether a full stop before a space
+    ends one is pysbd's decision, so ``U.S.``, ``Oct. 5``, ``5 p.m. on``, ``St. Louis`` do
+    not. Closing quotes and brackets right after the terminator belong to the sentence;
+    ``3.2``, ``e.g.`` and list markers such as ``1.`` opening a sentence do not end one.
     """
+    has_latin_stop = any(ch in ".．" for ch in text)
+    return _split(text, _pysbd_starts(text) if has_latin_stop else None)
+
+
+def passage_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans by the rules alone (no pysbd): what :func:`best_passages` cuts sources
+    into. The excerpts the embedded default reads and its fitted rule's features come from
+    these passages; changing the cut would change its verdicts, so it stays as fitted."""
+    return _split(text, None)
+
+
+def _split(text: str, starts: frozenset[int] | None) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     i, n = 0, len(text)
@@ -261,7 +294,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         cut = -1
         if ch == "\n":
             cut = i
-        elif ch in _CJK_STOPS or (ch in _LATIN_STOPS and _latin_stop_ends(text, i, start)):
+        elif ch in _CJK_STOPS or (ch in _LATIN_STOPS and _latin_stop_ends(text, i, start,
+                                                                          starts)):
             j = i + 1
             while j < n and (text[j] in _CJK_STOPS + _LATIN_STOPS or text[j] in _CLOSERS):
                 j += 1
@@ -290,7 +324,7 @@ def _bm25_idf(df: int, n_docs: int) -> float:
 @lru_cache(maxsize=16)
 def _sentence_tokens(text: str) -> tuple[list[tuple[int, int]], list[set[str]]]:
     """Sentence spans of a source and each sentence's token set (cached per source)."""
-    spans = split_sentences(text)
+    spans = passage_sentences(text)
     return spans, [set(tokens(text[s:e])) for s, e in spans]
 
 
@@ -299,7 +333,7 @@ def best_passages(
 ) -> list[tuple[int, int, float]]:
     """The ``k`` passages of ``text`` that best cover the claim's tokens, best first.
 
-    Passages are runs of ``window`` consecutive sentences (:func:`split_sentences`). The score
+    Passages are runs of ``window`` consecutive sentences (:func:`passage_sentences`). The score
     is the BM25-idf-weighted share of the claim's distinct tokens present in the passage:
     ``sum(idf(t) for t in claim ∩ passage) / sum(idf(t) for t in claim)`` in [0, 1], with
     ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` over the N passages, so rare words count

@@ -2,51 +2,22 @@
 
 These are the typed results of judging. Nothing here carries a model-reported
 confidence: evidence ``strength`` is computed by the program (see :mod:`judge.checks.strength`).
-May import :mod:`judge.records` only.
+May import :mod:`judge.labels` and :mod:`judge.records` only.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from judge.labels import ALL_SUBTYPES as ALL_SUBTYPES
+from judge.labels import GOLD_ONLY_SUBTYPES as GOLD_ONLY_SUBTYPES
+from judge.labels import JUDGE_ERROR as JUDGE_ERROR
+from judge.labels import LABELS as LABELS
+from judge.labels import Label as Label
+from judge.labels import Subtype as Subtype
 from judge.records import Citation
-
-
-class Label(StrEnum):
-    """The four claim labels: the source states it, states the opposite, does not contain
-    it, or no source could settle it (a value judgement)."""
-
-    SUPPORTED = "supported"
-    CONTRADICTED = "contradicted"
-    NOT_IN_SOURCE = "not_in_source"
-    NOT_VERIFIABLE = "not_verifiable"
-
-
-#: Stored in place of a label when the judge could not produce one (fail closed).
-JUDGE_ERROR = "judge_error"
-
-LABELS: tuple[str, ...] = tuple(label.value for label in Label)
-
-
-class Subtype(StrEnum):
-    """Hallucination subtypes the judge assigns to non-supported claims, plus ``opinion``
-    for value judgements (``not_verifiable``)."""
-
-    UNSUPPORTED_ADDITION = "unsupported_addition"
-    MISATTRIBUTION = "misattribution"
-    NUMERIC_OR_VERSION_ERROR = "numeric_or_version_error"
-    SELF_CONTRADICTION = "self_contradiction"
-    OVERGENERALIZATION = "overgeneralization"
-    DROPPED_CONDITION = "dropped_condition"
-    OPINION = "opinion"
-
-
-#: Subtypes found in human gold sets (external datasets) that the judge itself never assigns.
-GOLD_ONLY_SUBTYPES: tuple[str, ...] = ("partial_support", "not_a_claim", "generic", "personal")
-ALL_SUBTYPES: tuple[str, ...] = tuple(s.value for s in Subtype) + GOLD_ONLY_SUBTYPES
 
 CheckOutcome = Literal["pass", "fail", "skip"]
 

@@ -100,9 +100,8 @@ def json_path_resolves(
         value = walk_json_path(source.json_doc, path)
     except JsonPathError as exc:
         return check("fail", reason=exc.reason, at=exc.at, segment=exc.segment)
-    shown = value if isinstance(value, (int, float, bool)) or value is None else _clip(
-        value_text(value))
-    return check("pass", value=shown)
+    # always text (a number as its JSON form), so the detail has one type across verdicts
+    return check("pass", value=_clip(value_text(value)))
 
 
 def quote_found(source_id: str, quote: str, record: AnswerRecord, target: str = "claim") -> Check:

@@ -195,9 +195,29 @@ def _fold_width(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=1)
+def _cn2an() -> Any:
+    import cn2an  # imported on first use: it takes a third of a second
+
+    return cn2an
+
+
 def parse_chinese_numeral(text: str) -> int | None:
     """Value of a Chinese numeral (``三`` 3, ``兩`` 2, ``十一`` 11, ``二十三`` 23, ``一百零五``
-    105, ``三萬五千`` 35000); None when it is not a well-formed numeral (``七八``)."""
+    105, ``三萬五千`` 35000, and the spoken forms that leave out the last unit: ``一千五``
+    1500, ``兩萬三`` 23000, ``一百二`` 120, read by cn2an); None when it is not a well-formed
+    numeral (``七八``: two digits in a row say "seven or eight")."""
+    if not text or re.search(r"[一二兩两三四五六七八九][一二兩两三四五六七八九〇零]", text):
+        return None
+    try:
+        value = _cn2an().cn2an(text.replace("兩", "两").replace("〇", "零"), "normal")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return _parse_units(text)  # bare units (百, 千萬) that cn2an does not take
+    return int(value) if float(value).is_integer() else None
+
+
+def _parse_units(text: str) -> int | None:
+    """The unit-by-unit reading, for what cn2an refuses."""
     digits = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "兩": 2, "两": 2}
     small = {"十": 10, "百": 100, "千": 1000}
     big = {"萬": 10**4, "万": 10**4, "億": 10**8, "亿": 10**8}

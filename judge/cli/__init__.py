@@ -1,8 +1,17 @@
-"""The ``judge`` command line: a thin typer app; each command group lives in its own module."""
+"""The ``judge`` command line: a thin typer app; each command group lives in its own module.
+
+Command modules import only typer, rich and light constants at the top; everything heavy
+(the store, scipy, litellm) is imported by the command that needs it, so ``judge --help``
+starts fast (``make bench`` measures it)."""
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
 import typer
+from typer.core import TyperOption
 
 app = typer.Typer(
     name="judge",
@@ -12,12 +21,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+_show_type = TyperOption.display_type_rich
+
+
+def _type_unless_flag(self: TyperOption, ctx: Any) -> str | None:
+    """No ``<bool>`` beside on/off flags in the help."""
+    return None if self.is_flag else _show_type(self, ctx)
+
+
+TyperOption.display_type_rich = _type_unless_flag  # type: ignore[method-assign]
+
 
 def _register() -> None:
     # Command modules register themselves on ``app`` when imported.
     from judge.cli import core  # noqa: F401
 
-    for optional in ("queue", "review", "calibrate", "drift", "serve"):
+    for optional in ("data", "queue", "review", "calibrate", "drift", "serve"):
         try:
             __import__(f"judge.cli.{optional}")
         except ModuleNotFoundError as exc:
@@ -27,4 +46,10 @@ def _register() -> None:
 
 def main() -> None:
     _register()
-    app()
+    try:
+        app()
+    except BrokenPipeError:
+        # The reader went away (`judge export | head`): stop quietly, like other tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)

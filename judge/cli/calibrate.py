@@ -25,7 +25,6 @@ from judge.cli.common import (
     progress_bar,
     write_text,
 )
-from judge.evaluation.gold import read_gold
 
 THRESHOLD_EXIT = 3
 
@@ -36,7 +35,13 @@ FAIL_ON_HELP = (
 )
 
 
-def parse_fail_on(values: list[str]) -> dict[str, float]:
+def parse_fail_on(values: list[str], kind: str = "calibration") -> dict[str, float]:
+    """``KEY=VALUE`` thresholds; a key the ``kind`` of report does not understand is an error
+    before anything is judged."""
+    from calibration.thresholds import THRESHOLD_KEYS
+    from judge.evaluation.reports import GATE_THRESHOLDS
+
+    known = THRESHOLD_KEYS[kind] + (GATE_THRESHOLDS if kind == "calibration" else ())
     thresholds: dict[str, float] = {}
     for raw in values:
         for part in (p.strip() for p in raw.split(",")):
@@ -49,6 +54,9 @@ def parse_fail_on(values: list[str]) -> dict[str, float]:
                 thresholds[key.strip()] = float(value)
             except ValueError:
                 fail(f"--fail-on {part!r}: expected KEY=NUMBER, e.g. kappa_below=0.6")
+            if key.strip() not in known:
+                fail(f"--fail-on: unknown {kind} threshold {key.strip()!r}; known: "
+                     f"{', '.join(known)}")
     return thresholds
 
 
@@ -96,9 +104,11 @@ def calibrate(
     html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     fail_on: list[str] = typer.Option([], "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
-    """Compare the judge's verdicts with human gold labels on the same claims (matched by
-    claim id, or by claim text + sources): confusion matrix, direction of error (lenient /
-    strict), review-queue recall and load, kappa, per label and subtype, with intervals.
+    """Compare the judge's verdicts with human gold labels on the same claims.
+
+    Claims are matched by claim id, or by claim text + sources. The report: confusion
+    matrix, direction of error (lenient / strict), review-queue recall and load, kappa, per
+    label and subtype, with intervals, and the claims the judge got wrong.
 
     Refuses, without any override, when the judge model generated the judged answers or
     when a gold label was not given by a person."""
@@ -131,8 +141,11 @@ def eval_gold(
         None, "--output-json", help="Also write the JSON report to this file."),
     fail_on: list[str] = typer.Option([], "--fail-on", help=FAIL_ON_HELP),
 ) -> None:
-    """Judge the claims of a gold file (as pre-split claims with their sources), then print
-    the calibration report of that run. Resumable; stored model calls are reused."""
+    """Judge the claims of a gold file, then print the calibration report of that run.
+
+    The gold claims are judged as pre-split claims with their sources. Resumable; stored
+    model calls are reused.
+    """
     from judge import api
     from judge.cli.common import load_config
     from judge.evaluation import EvaluationError
@@ -165,8 +178,13 @@ def gold_check(
     files: list[Path] = typer.Argument(..., help="Gold JSONL file(s)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per file list."),
 ) -> None:
-    """Validate gold files: every problem with its line number; items labelled by a model are
-    refused. Exit code 1 when any file has an invalid or refused item."""
+    """Validate gold files: every problem with its line number.
+
+    Items labelled by a model are refused. Exit code 1 when any file has an invalid or
+    refused item.
+    """
+    from judge.evaluation.gold import read_gold
+
     results = []
     bad = False
     for path in files:

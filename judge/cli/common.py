@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -91,5 +91,26 @@ def write_text(path: Path, text: str) -> None:
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
-    sys.stdout.flush()
+    write_stdout([json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n"])
+
+
+def write_stdout(chunks: Iterable[str]) -> None:
+    """Write to standard output; when the reader has gone (``judge export | head``), stop
+    quietly with exit code 0."""
+    try:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
+
+
+def terminal_width() -> int:
+    """Columns to fit a table in: the terminal's width (as the standard library sees it),
+    else 100 (a pipe)."""
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns

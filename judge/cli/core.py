@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import typer
@@ -105,17 +106,28 @@ def print_summary(s: RunSummary) -> None:
 
 @app.command()
 def show(
-    answer_id: str = typer.Argument(..., help="Answer id."),
+    answer_id: str = typer.Argument(..., help="Answer id, or a claim id (shows that claim)."),
     db: Path = EXISTING_DB_OPTION,
     judge_version: str | None = typer.Option(None, "--judge-version", help="Default: all."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Show an answer with each claim, label, subtype, evidence, checks and review reasons."""
+    """Show an answer's claims with label, support, evidence, checks and review reasons.
+
+    support is the judge's probability that the claim is supported (the review queue reads
+    the lowest first); strength is evidence coverage: how much of the claim the evidence
+    covers, computed by the program (quotes found, words and numbers shared), not the
+    judge's confidence.
+    """
     store = open_store(db, must_exist=True)
     answer = store.answer(answer_id)
+    claim_id = None
+    if answer is None and (claim := store.claim_row(answer_id)) is not None:
+        claim_id, answer_id = answer_id, claim["answer_id"]
+        answer = store.answer(answer_id)
     if answer is None:
-        fail(f"no answer {answer_id!r} in {db}")
-    rows = list(store.verdict_rows(answer_id=answer_id, judge_version=judge_version))
+        fail(f"no answer or claim {answer_id!r} in {db}")
+    rows = [r for r in store.verdict_rows(answer_id=answer_id, judge_version=judge_version)
+            if claim_id is None or r["claim_id"] == claim_id]
     refused = store.refused_reason(answer_id)
     if as_json:
         print_json(
@@ -147,8 +159,10 @@ def show(
         out.print(
             f"{flag}[{colour}]{row['label']}[/]"
             f"{' / ' + row['subtype'] if row['subtype'] else ''}  "
-            f"strength {row['strength']:.2f}  [dim]{row['judge_version']}[/]"
+            f"support {'—' if row['support'] is None else format(row['support'], '.2f')}  "
+            f"evidence coverage {row['strength']:.2f}  [dim]{row['judge_version']}[/]"
         )
+        out.print(f"  claim id: {escape(row['claim_id'])}")
         out.print(f"  claim: {escape(row['claim'])}")
         cites = (
             ", ".join(
@@ -183,30 +197,53 @@ def show(
 @app.command("export")
 def export_cmd(
     db: Path = EXISTING_DB_OPTION,
+    fmt: str = typer.Option(
+        "jsonl", "--format",
+        help="jsonl, csv (spreadsheets: UTF-8 with BOM, flat columns) or parquet: one row per "
+        "claim; label-studio or argilla: the review queue as tasks; ragas or deepeval: the "
+        "run's answer records; datasette-metadata: titles and links for `datasette DB -m`."),
     run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
-    fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv."),
+    queue: str | None = typer.Option(
+        None, "--queue", "-q", help="Queue id for label-studio / argilla (default: latest)."),
+    reveal: bool = typer.Option(
+        False, "--reveal", help="label-studio / argilla: attach the judge's label as the "
+        "tool's model prediction (for adjudication; blind without it)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
 ) -> None:
-    """Export one line per claim: answer_id, claim_id, claim, citations, label, subtype,
-    evidence, checks, strength, support, review, review_reasons, judge_version."""
-    from judge.review.export import export_rows, to_csv, to_jsonl
+    """Export verdicts (one row per claim), the review queue as tasks, or answer records.
 
-    if fmt not in ("jsonl", "csv"):
-        fail("--format must be jsonl or csv")
+    Verdict rows: answer_id, claim_id, claim, citations, label, subtype, evidence,
+    rationale, checks, strength (evidence coverage, computed), support (the judge's
+    probability that the claim is supported), review, review_reasons, error,
+    judge_version, run_id.
+    """
+    from judge import api
+    from judge.cli.common import write_stdout
+
+    if fmt not in api.EXPORT_FORMATS:
+        fail(f"--format must be one of {', '.join(api.EXPORT_FORMATS)}")
+    if fmt == "parquet" and output is None:
+        fail("parquet is written to a file: give --output FILE.parquet")
     store = open_store(db, must_exist=True)
-    run_id = run_id or store.latest_run_id()
-    if run_id is None:
-        fail(f"no runs in {db}")
     try:
-        rows = export_rows(store, run_id=run_id)
-        chunks = to_jsonl(rows) if fmt == "jsonl" else to_csv(rows)
-        if output:
-            with open(output, "w", encoding="utf-8", newline="") as fh:
-                fh.writelines(chunks)
-        else:
-            sys.stdout.writelines(chunks)
+        if output is not None:
+            api.export(store, output, fmt, run_id=run_id, queue=queue, reveal=reveal)
+            if fmt == "label-studio":
+                from judge.review.annotation_tools import LABEL_STUDIO_CONFIG
+
+                config = output.with_name(output.stem + ".label-config.xml")
+                config.write_text(LABEL_STUDIO_CONFIG, encoding="utf-8")
+                console.print(f"labelling configuration for the tasks: {escape(str(config))}")
+            return
+        class _Sink:
+            def writelines(self, lines: Iterable[str]) -> None:
+                write_stdout(lines)
+
+        api.export(store, _Sink(), fmt, run_id=run_id, queue=queue, reveal=reveal)
+    except (typer.Exit, BrokenPipeError):
+        raise
     except Exception as exc:
-        fail(str(exc))
+        fail(escape(str(exc)))
 
 
 @app.command()
@@ -215,9 +252,11 @@ def replay(
     run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Re-derive a run's verdicts from stored model outputs (no model calls) and report
-    any difference. Exit code 1 when anything differs. Answers whose verdicts this code
-    reproduces exactly are recorded, so reusing them under this code is not warned about."""
+    """Re-derive a run's verdicts from stored model outputs (no model calls); report changes.
+
+    Exit code 1 when anything differs. Answers whose verdicts this code reproduces exactly
+    are recorded, so reusing them under this code is not warned about.
+    """
     from judge.runs.replay import replay_run
 
     store = open_store(db, must_exist=True)

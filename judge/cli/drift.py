@@ -33,16 +33,19 @@ def drift(
     html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     fail_on: list[str] = typer.Option([], "--fail-on", help=DRIFT_FAIL_ON_HELP),
 ) -> None:
-    """Compare two judge versions on the same claims: flip table, agreement and kappa,
-    McNemar / Stuart–Maxwell / Bowker, label rate changes, flipped claims with both
-    rationales; with --gold, each version against gold and flips toward / away from it."""
+    """Compare two judge versions on the same claims: flips, agreement, significance.
+
+    The report: flip table, agreement and kappa, McNemar / Stuart–Maxwell / Bowker, label
+    rate changes, flipped claims with their text and both rationales; with --gold, each
+    version against gold and flips toward / away from it.
+    """
     from judge import api
     from judge.cli.common import progress_bar
     from judge.cli.printing import print_drift
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected
 
-    thresholds = parse_fail_on(fail_on)
+    thresholds = parse_fail_on(fail_on, "drift")
     for path in (gold, input):
         if path is not None and not path.exists():
             fail(f"{path} does not exist")

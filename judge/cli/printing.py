@@ -169,6 +169,18 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
             out.print(f"[dim]{escape(note)}[/]")
     for note in r.notes:
         out.print(f"[yellow]note:[/] {escape(note)}")
+    wrong = data.get("misjudged") or []
+    if wrong:
+        out.print(f"[bold]Claims the judge got wrong ({len(wrong)}; lenient first)[/]")
+        for w in wrong[:30]:
+            gold = w["gold_label"] + (f" / {w['gold_subtype']}" if w["gold_subtype"] else "")
+            out.print(f"  {escape(w['gold_id'])}: [bold]{w['direction']}[/]: gold "
+                      f"{escape(gold)}, judge {escape(w['judge_label'])}")
+            out.print(f"    claim: {escape((w['claim'] or '')[:300])}")
+            out.print(f"    judge: {escape((w['judge_rationale'] or '-')[:300])}")
+            out.print(f"    people: {escape((w['human_rationale'] or '-')[:300])}")
+        if len(wrong) > 30:
+            out.print(f"  ... {len(wrong) - 30} more in --json / --html")
 
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -10,7 +9,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, out, print_json
+from judge.cli.common import (
+    EXISTING_DB_OPTION,
+    console,
+    fail,
+    open_store,
+    out,
+    print_json,
+    terminal_width,
+    write_stdout,
+)
 from judge.review.queue import (
     CATEGORY_HELP,
     DEFAULT_DOUBLE_FRACTION,
@@ -76,8 +84,11 @@ def build(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Build a review queue: every flagged claim, judge error and refused answer, plus a
-    seeded random sample of the passed claims (stratum size / sample size = weight)."""
+    """Build a review queue of flagged claims plus a seeded sample of the passed ones.
+
+    Every flagged claim, judge error and refused answer, plus a seeded random sample of the
+    passed claims (each sampled claim weighs stratum size / sample size).
+    """
     store = open_store(db, must_exist=True)
     try:
         run_ids = [r["id"] for r in store.runs()] if all_runs else run
@@ -118,13 +129,17 @@ def list_cmd(
     stratum: str | None = typer.Option(None, "--stratum", help=f"One of: {', '.join(STRATA)}."),
     limit: int = typer.Option(50, "--limit", min=0, help="Show at most this many (0 = all)."),
     reveal: bool = typer.Option(
-        False, "--reveal", help="Show the judge's reasons unredacted (not for blind reviewers)."
+        False, "--reveal", help="Show the judge's reasons unredacted and its support (the "
+        "probability that the claim is supported); not for blind reviewers."
     ),
     all_queues: bool = typer.Option(False, "--queues", help="List the queues instead."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the items as JSON."),
 ) -> None:
-    """List a queue's items in reading order (`judge queue build --order`), with why each is
-    there and its review state."""
+    """List a queue's items in reading order: claim text, why each is there, review state.
+
+    The item id is never cut (copy it into `judge review add`); the claim text is
+    shortened to fit the terminal (100 columns in a pipe). Blind unless --reveal.
+    """
     store = open_store(db, must_exist=True)
     if all_queues:
         rows = queues(store)
@@ -144,8 +159,14 @@ def list_cmd(
         items = queue_items(store, q["id"], status=status, stratum=stratum)
     except QueueError as exc:
         fail(str(exc))
+    texts = store.queue_item_texts(q["id"])
     for item in items:
-        if not reveal:
+        found = texts.get(item["id"], {})
+        item["claim"] = found.get("text")
+        if reveal:
+            item["support"] = found.get("support")
+            item["judge_label"] = found.get("label")
+        else:
             item["reasons"] = blind_reasons(item["reasons"])
             item.pop("category")
     shown = items if limit == 0 else items[:limit]
@@ -153,19 +174,51 @@ def list_cmd(
         print_json({"queue_id": q["id"], "total": len(items), "items": shown})
         return
     counts = state_counts(items)
-    out.print(f"queue [bold]{q['id']}[/]: {len(items)} items; "
-              + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
-    table = Table("#", "item", "stratum", "weight", "why", "state", "reviewers")
-    for item in shown:
-        table.add_row(
-            str(item["position"]), item["subject"], item["stratum"],
-            f"{item['weight']:.3g}", escape(", ".join(item["reasons"])),
-            item["state"].replace("_", " "),
-            ", ".join(r.removeprefix("human:") for r in item["reviewers"]) or "-",
-        )
-    out.print(table)
+    write_stdout([f"queue {q['id']}: {len(items)} items; "
+                  + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()) + "\n"])
+    write_stdout(item_lines(shown, reveal, terminal_width()))
     if len(shown) < len(items):
         console.print(f"{len(items) - len(shown)} more; use --limit 0 to show all")
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` terminal cells (CJK counts two)."""
+    from rich.cells import cell_len, set_cell_size
+
+    text = " ".join(text.split())
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, max(width - 1, 0)) + "…"
+
+
+def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
+    """One line per item: position, item id (whole), stratum, [support,] state, reasons, and
+    the claim text in the columns that are left."""
+    from rich.cells import cell_len
+
+    if not items:
+        return ["(no items)\n"]
+    id_w = max(len(i["id"]) for i in items)
+    pos_w = max(len(str(i["position"])) for i in items)
+    fixed = pos_w + id_w + 11 + 12 + (7 + 2 if reveal else 0) + 2 * 4
+    why_w = max(8, min(26, (width - fixed) // 3))  # the reasons give way before the claim
+    head = [f"{'#':>{pos_w}}", f"{'item':<{id_w}}", f"{'stratum':<11}"]
+    if reveal:
+        head.append(f"{'support':>7}")
+    head += [f"{'state':<12}", f"{'why':<{why_w}}", "claim"]
+    lines = ["  ".join(head)]
+    for item in items:
+        cells = [f"{item['position']:>{pos_w}}", f"{item['id']:<{id_w}}",
+                 f"{item['stratum']:<11}"]
+        if reveal:
+            support = item.get("support")
+            cells.append(f"{'—' if support is None else format(support, '.2f'):>7}")
+        cells += [_fit(item["state"].replace("_", " "), 12),
+                  _fit(", ".join(item["reasons"]) or "-", why_w)]
+        used = cell_len("  ".join(cells)) + 2
+        cells.append(_fit(item.get("claim") or "", max(width - used, 8)).rstrip())
+        lines.append("  ".join(cells))
+    return [line.rstrip() + "\n" for line in lines]
 
 
 @queue_app.command("export")
@@ -179,9 +232,13 @@ def export_cmd(
     status: str | None = typer.Option(None, "--status", help=f"One of: {', '.join(STATES)}."),
     output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
 ) -> None:
-    """Export the queue for labelling in another tool: claim_id, answer_id, claim, reasons,
-    priority, stratum, stratum_size, sample_size, weight, the answer and its sources. Blind
-    unless --reveal. CSV files get empty label, subtype and note columns to fill in."""
+    """Export the queue for labelling in a spreadsheet or another tool (JSONL or CSV).
+
+    Columns: claim_id, answer_id, claim, reasons, priority, stratum, stratum_size,
+    sample_size, weight, the answer and its sources. Blind unless --reveal. CSV files (UTF-8
+    with BOM) get empty label, subtype and note columns to fill in. Label Studio and Argilla
+    take `judge export --format label-studio|argilla`.
+    """
     from judge.review.exchange import export_lines, queue_to_csv
     from judge.review.export import to_jsonl
 
@@ -192,8 +249,7 @@ def export_cmd(
         lines = export_lines(store, queue, reveal=reveal, status=status)
         chunks = to_jsonl(lines) if fmt == "jsonl" else queue_to_csv(lines, reveal=reveal)
         if output is None:
-            for chunk in chunks:
-                sys.stdout.write(chunk)
+            write_stdout(chunks)
         else:
             with open(output, "w", encoding="utf-8", newline="") as fh:
                 for chunk in chunks:
@@ -215,8 +271,11 @@ def import_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; store nothing."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Import labels (label, subtype, note per item_id or claim_id) as the annotator's
-    reviews. Every line is validated first; any error stores nothing (exit code 2)."""
+    """Import one annotator's labels (JSONL or CSV) as their reviews.
+
+    Reads label, subtype and note per item_id or claim_id. Every line is validated first;
+    any error stores nothing (exit code 2).
+    """
     from judge.review.exchange import import_labels
 
     if not path.exists():

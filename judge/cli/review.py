@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, out, print_json
-from judge.review.gold_export import GoldSummary, gold_lines
+from judge.cli.common import (
+    EXISTING_DB_OPTION,
+    console,
+    fail,
+    open_store,
+    out,
+    print_json,
+    write_stdout,
+)
+from judge.labels import LABELS
 from judge.review.queue import QueueError, get_item, get_queue, queue_items
 from judge.review.reviews import (
     DEFAULT_GUIDELINE_VERSION,
@@ -23,8 +31,9 @@ from judge.review.reviews import (
     record_review,
     review_history,
 )
-from judge.store import Store
-from judge.verdicts import LABELS
+
+if TYPE_CHECKING:
+    from judge.store import Store
 
 review_app = typer.Typer(
     help="Human reviews: add a label, see a history, adjudicate disagreements.",
@@ -61,8 +70,10 @@ def add(
     guideline_version: str = GUIDELINE_OPTION,
     db: Path = EXISTING_DB_OPTION,
 ) -> None:
-    """Record a person's label for one claim (a second call by the same person is a
-    revision; the earlier label is kept)."""
+    """Record a person's label for one claim.
+
+    A second call by the same person is a revision; the earlier label is kept.
+    """
     store = open_store(db, must_exist=True)
     subject, queue_id = _subject(store, target)
     try:
@@ -140,8 +151,11 @@ def adjudicate_cmd(
     guideline_version: str = GUIDELINE_OPTION,
     db: Path = EXISTING_DB_OPTION,
 ) -> None:
-    """Decide a disagreement between two reviewers. Both original reviews are kept; the
-    decision records who decided, the label and the reason."""
+    """Decide a disagreement between two reviewers.
+
+    Both original reviews are kept; the decision records who decided, the label and the
+    reason.
+    """
     store = open_store(db, must_exist=True)
     subject, queue_id = _subject(store, target)
     try:
@@ -166,20 +180,24 @@ def gold_export(
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="File (default: stdout)."),
 ) -> None:
-    """Write human gold labels as JSONL in the gold file format of gold/README.md (id, claim,
-    sources, label, subtype, annotator human:<id>, guideline_version, adjudication, stratum,
-    weight). Only agreed or adjudicated labels of people are exported, never a model's."""
+    """Write human gold labels as JSONL in the gold file format of gold/README.md.
+
+    Fields: id, claim, sources, label, subtype, annotator human:<id>, guideline_version,
+    adjudication, stratum, weight. Only agreed or adjudicated labels of people are exported,
+    never a model's.
+    """
     store = open_store(db, must_exist=True)
+    from judge.review.gold_export import GoldSummary, gold_lines
+
     summary = GoldSummary()
     try:
         lines = gold_lines(store, queue, include_pending_second, summary)
-        target = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
-        try:
-            for line in lines:
-                target.write(json.dumps(line, ensure_ascii=False) + "\n")
-        finally:
-            if output:
-                target.close()
+        text = (json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        if output is None:
+            write_stdout(text)
+        else:
+            with open(output, "w", encoding="utf-8") as target:
+                target.writelines(text)
     except QueueError as exc:
         fail(str(exc))
     console.print(

@@ -49,16 +49,23 @@ def serve(
     cookie_secure: bool = typer.Option(
         False, "--cookie-secure", help="Mark the session cookie Secure (behind HTTPS)."
     ),
+    create: bool = typer.Option(
+        False, "--create", help="Create the store when it does not exist (for /v1/runs)."),
 ) -> None:
     """Serve the JSON API (/v1, schema at /openapi.json) and the review page (/review).
 
-    Tokens come from $CLAIM_JUDGE_TOKENS and/or --tokens-file, e.g.
+    The store must exist (--create starts an empty one). Tokens come from
+    $CLAIM_JUDGE_TOKENS and/or --tokens-file, e.g.
     CLAIM_JUDGE_TOKENS="s3cret-token-1:alice,s3cret-token-2:bob:adjudicator,ops-token-xyz:ci:admin".
     The token's name is recorded as annotator human:<name>.
     """
     import uvicorn
 
     from judge.cli.core import load_config
+
+    if not db.exists() and not create:
+        fail(f"store {db} does not exist; judge a batch into it first (`judge run INPUT.jsonl "
+             f"--db {db}`), or pass --create to start with an empty store")
     from judge.service.app import create_app
     from judge.service.settings import SettingsError, load_tokens
 

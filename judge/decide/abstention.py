@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from judge.records import AnswerRecord
 from judge.split.abstention import abstention_topic
-from judge.text import lexical_overlap, split_sentences, tokens
+from judge.text import lexical_overlap, passage_sentences, tokens
 from judge.verdicts import Evidence, Label
 
 
@@ -51,7 +51,7 @@ def check_abstention(
     best: tuple[float, float, float, Evidence | None] = (0.0, 0.0, 0.0, None)
     for source in record.sources:
         content = source.content
-        for start, end in split_sentences(content) or [(0, len(content))]:
+        for start, end in passage_sentences(content) or [(0, len(content))]:
             sentence = content[start:end]
             # share of the topic in the sentence; ties go to the sentence sharing more word
             # stems ("include" / "includes"), then to the one most about the topic

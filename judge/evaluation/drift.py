@@ -143,7 +143,8 @@ class DriftResult:
 
     def to_html(self, thresholds: dict[str, float] | None = None) -> str:
         """A self-contained HTML page."""
-        page = render_drift_html(self.report, self.violations(thresholds) if thresholds else None)
+        page = render_drift_html(self.report, self.violations(thresholds) if thresholds else None,
+                                 self.claims)
         for key, name in (("a", "A"), ("b", "B")):
             if key in self.outcomes:
                 outcome = self.outcomes[key]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from calibration import Figures, check_thresholds, render_calibration_html
+from calibration.plots import reliability
 from judge.evaluation.calibrate import CalibrationOutcome
 from judge.runs.summary import RunSummary
 from judge.store import Store
@@ -16,6 +17,57 @@ from judge.store import Store
 #: Thresholds a calibration gate understands besides :func:`calibration.check_thresholds`'s:
 #: the zero-tolerance validity gate, as counts.
 GATE_THRESHOLDS = ("schema_errors_above", "invalid_evidence_above")
+
+# --------------------------------------------------------------------------- misjudged
+
+
+def _human_rationale(item: Any) -> str | None:
+    """Why people gave the gold label, when the gold item says: the adjudication's reason,
+    a revision's reason, or the note."""
+    if item.adjudication is not None:
+        return str(item.adjudication.reason)
+    if item.revision is not None:
+        return str(item.revision.reason)
+    return item.note
+
+
+def support_bins(outcome: CalibrationOutcome, n_bins: int = 10
+                 ) -> list[tuple[float, float, int]]:
+    """(mean support, share gold-supported, claims) per tenth of ``support``, for the claims
+    that have one (the judge's probability that the claim is supported)."""
+    groups: dict[int, list[tuple[float, bool]]] = {}
+    for m in outcome.matching.matched:
+        support = m.row.get("support")
+        if support is not None:
+            k = min(int(support * n_bins), n_bins - 1)
+            groups.setdefault(k, []).append((support, m.entry.item.label == "supported"))
+    return [(sum(s for s, _ in g) / len(g), sum(ok for _, ok in g) / len(g), len(g))
+            for _, g in sorted(groups.items())]
+
+
+def misjudged(outcome: CalibrationOutcome) -> list[dict[str, Any]]:
+    """The claims whose judge label differs from the gold label, with the claim's text and
+    both rationales: ``lenient`` (the judge passed a claim people rejected) first, then
+    ``strict`` (it flagged a claim people accepted), then other wrong labels."""
+    out = []
+    for m in outcome.matching.matched:
+        item, row = m.entry.item, m.row
+        if row["label"] == item.label:
+            continue
+        direction = ("lenient" if row["label"] == "supported" else
+                     "strict" if item.label == "supported" else "other label")
+        out.append({
+            "gold_id": item.id, "claim_id": row["claim_id"], "answer_id": row["answer_id"],
+            "dataset": item.dataset, "claim": row.get("claim") or item.claim,
+            "gold_label": item.label, "gold_subtype": item.subtype,
+            "judge_label": row["label"], "judge_subtype": row.get("subtype"),
+            "support": row.get("support"), "direction": direction,
+            "judge_rationale": row.get("rationale") or row.get("error"),
+            "human_rationale": _human_rationale(item), "annotator": item.annotator,
+        })
+    order = {"lenient": 0, "strict": 1, "other label": 2}
+    return sorted(out, key=lambda d: order[d["direction"]])
+
 
 # --------------------------------------------------------------------------- JSON
 
@@ -88,6 +140,9 @@ def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
         "per_dataset": {name: flatten_figures(f) for name, f in r.per_dataset.items()},
         "human_agreement": dump["human_agreement"],
         "notes": r.notes,
+        "misjudged": misjudged(outcome),
+        "support_reliability": [{"mean_support": p, "share_supported": o, "claims": n}
+                                for p, o, n in support_bins(outcome)],
         "gold": outcome.gold,
         "confidence": r.confidence,
         "report": dump,
@@ -142,6 +197,34 @@ def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and co
         shown = ", ".join(_esc(e.item.id) for e in m.not_judged[:50])
         parts.append(f"<p class=\"note\">Not judged: {shown}"
                      f"{' …' if len(m.not_judged) > 50 else ''}</p>")
+    bins = support_bins(outcome)
+    parts.append("<h2 id=\"reliability\">Reliability of support</h2><p>support is the "
+                 "judge's probability that a claim is supported. Per tenth of its range: the "
+                 "mean predicted against the share of those claims that gold says are "
+                 f"supported ({sum(n for *_, n in bins)} claims with a support value).</p>")
+    parts.append(str(reliability(bins, "Reliability of support: predicted against observed")))
+    wrong = misjudged(outcome)
+    parts.append(f"<h2 id=\"misjudged\">Claims the judge got wrong ({len(wrong)})</h2>")
+    if wrong:
+        parts.append("<p>Lenient first (the judge passed a claim people rejected), then "
+                     "strict (it flagged a claim people accepted).</p>")
+        parts.append("<table id=\"misjudged-claims\"><tr><th class=\"l\">claim</th>"
+                     "<th class=\"l\">direction</th><th class=\"l\">gold</th>"
+                     "<th class=\"l\">judge</th><th>support</th>"
+                     "<th class=\"l\">judge's rationale</th>"
+                     "<th class=\"l\">people's rationale</th></tr>")
+        for w in wrong:
+            gold = w["gold_label"] + (f" / {w['gold_subtype']}" if w["gold_subtype"] else "")
+            said = w["judge_label"] + (f" / {w['judge_subtype']}" if w["judge_subtype"]
+                                       else "")
+            support = "—" if w["support"] is None else f"{w['support']:.2f}"
+            parts.append(
+                f"<tr><td class=\"rationale\">{_esc(w['claim'])}<br><span class=\"muted\">"
+                f"{_esc(w['gold_id'])}</span></td><td class=\"l\">{_esc(w['direction'])}</td>"
+                f"<td class=\"l\">{_esc(gold)}</td><td class=\"l\">{_esc(said)}</td>"
+                f"<td>{support}</td><td class=\"rationale\">{_esc(w['judge_rationale'] or '')}"
+                f"</td><td class=\"rationale\">{_esc(w['human_rationale'] or '—')}</td></tr>")
+        parts.append("</table>")
     return "\n".join(parts)
 
 

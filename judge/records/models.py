@@ -99,6 +99,12 @@ class AnswerRecord(BaseModel):
     sources: list[Source] = Field(min_length=1, max_length=MAX_SOURCES)
     claims: list[ClaimInput] | None = Field(default=None, max_length=MAX_CLAIMS)
     generator: str | None = Field(default=None, max_length=500)
+    #: A reference (expected) answer, as RAGAS and DeepEval datasets carry one: kept with the
+    #: record and exported again, never used for judging (claims are judged against the
+    #: sources). Left out of the record's JSON when absent, so records without one keep
+    #: their content hash.
+    reference: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS,
+                                  exclude_if=lambda v: v is None)
     expected_status: Literal["answered", "partial", "insufficient"] | None = None
 
     @field_validator("answer")

@@ -33,9 +33,10 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge.hashing import content_hash
+from judge.labels import JUDGE_ERROR, Label
 from judge.review.reviews import (
     STATES,
     answer_subject,
@@ -43,9 +44,9 @@ from judge.review.reviews import (
     current_reviews,
     subject_state,
 )
-from judge.store import Store
-from judge.store.base import StoreError, now
-from judge.verdicts import JUDGE_ERROR, Label
+
+if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
+    from judge.store import Store
 
 #: Categories in the default priority order (first = most urgent).
 DEFAULT_PRIORITY: tuple[str, ...] = (
@@ -339,6 +340,8 @@ def build_queue(
     created_by: str | None = None,
 ) -> QueueSummary:
     """Build and store a queue over ``run_ids`` (default: the latest run)."""
+    from judge.store.base import StoreError, now
+
     options = options or QueueOptions()
     order = priority_order(list(options.priority))
     if not run_ids:

@@ -16,13 +16,14 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judge.hashing import content_hash
+from judge.labels import LABELS, Label, Subtype
 from judge.models.identity import normalize_model
-from judge.store import Store
-from judge.store.base import now
-from judge.verdicts import LABELS, Label, Subtype
+
+if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
+    from judge.store import Store
 
 #: The guideline version recorded with a review when none is configured.
 DEFAULT_GUIDELINE_VERSION = "guideline-v1"
@@ -258,6 +259,8 @@ def append_reviews(store: Store, reviews: list[ReviewInput]) -> list[dict[str, A
     """Append validated reviews in one short transaction. A review of a subject the same
     annotator reviewed before is a revision (history kept); by another annotator it is an
     independent second review."""
+    from judge.store.base import now
+
     rows = []
     with store.transaction():
         for r in reviews:
@@ -316,6 +319,8 @@ def adjudicate(
         raise ReviewError(
             f"{adjudicator} reviewed {subject}; adjudication must come from someone else"
         )
+    from judge.store.base import now
+
     stamp = now()
     revision = prior["revision"] + 1 if prior else 1
     row = {

@@ -1,4 +1,5 @@
-"""Server-rendered pages: login, the blind review page, the dashboard, adjudication.
+"""Server-rendered pages: login, the blind review page, the list of a queue's items (filters,
+search, claims grouped by answer), the dashboard, adjudication.
 
 Pages use the session cookie set by the login form; every form carries the session's CSRF
 token. Forms are plain ``application/x-www-form-urlencoded`` posts that redirect (303), so the
@@ -15,7 +16,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from judge.review.queue import QueueError, get_queue, needs_review, queue_items
+from judge.review.queue import QueueError, blind_reasons, get_queue, needs_review, queue_items
 from judge.review.reviews import (
     REVIEW_SUBTYPES,
     ReviewError,
@@ -177,8 +178,92 @@ def _url(path: str, **params: Any) -> str:
     return path + "?" + urlencode({k: v for k, v in params.items() if v is not None})
 
 
+LIST_PAGE_SIZE = 200
+
+
+def _list_rows(store: Store, queue: dict[str, Any], items: list[dict[str, Any]], me: str,
+               reveal: bool) -> list[dict[str, Any]]:
+    """One row per item with what the list shows and filters on; blind unless ``reveal``."""
+    texts = store.queue_item_texts(queue["id"])
+    runs = {r["id"]: Path(r["input_path"] or "").name or r["id"] for r in store.runs()}
+    rows = []
+    for item in items:
+        found = texts.get(item["id"], {})
+        rows.append({
+            "id": item["id"], "position": item["position"], "answer_id": item["answer_id"],
+            "claim_id": item["claim_id"], "kind": item["kind"], "text": found.get("text") or "",
+            "state": item["state"], "mine": me in item["reviewers"],
+            "reviewed": bool(item["reviewers"]),
+            "reasons": item["reasons"] if reveal else blind_reasons(item["reasons"]),
+            "dataset": runs.get(item["run_id"] or "", "-"),
+            "label": found.get("label") if reveal else None,
+            "support": found.get("support") if reveal else None,
+        })
+    return rows
+
+
+@router.get("/review/list")
+def review_list(
+    request: Request, queue: str | None = None, label: str | None = None,
+    reason: str | None = None, dataset: str | None = None, reviewed: str | None = None,
+    q: str | None = None, page: int = 1,
+) -> Response:
+    """Every item of a queue, grouped by answer, with filters and search."""
+    session = _page_session(request)
+    reveal = _settings(request).reveal_judge
+    store = _store(request)
+    try:
+        try:
+            queue_row = get_queue(store, queue)
+        except QueueError as exc:
+            return render(request, "message.html", status=404, session=session,
+                          title="No review queue", message=str(exc))
+        rows = _list_rows(store, queue_row, queue_items(store, queue_row["id"]),
+                          session.identity.annotator, reveal)
+    finally:
+        store.close()
+    choices = {
+        "reason": sorted({r for row in rows for r in row["reasons"]}),
+        "dataset": sorted({row["dataset"] for row in rows}),
+        "label": sorted({row["label"] for row in rows if row["label"]}) if reveal else [],
+    }
+    needle = (q or "").strip().casefold()
+    shown = [
+        row for row in rows
+        if (not label or not reveal or row["label"] == label)
+        and (not reason or reason in row["reasons"])
+        and (not dataset or row["dataset"] == dataset)
+        and (reviewed not in ("yes", "no", "mine") or
+             (reviewed == "yes" and row["reviewed"]) or (reviewed == "no" and not row["reviewed"])
+             or (reviewed == "mine" and row["mine"]))
+        and (not needle or needle in row["text"].casefold() or needle in row["answer_id"].casefold()
+             or needle in (row["claim_id"] or "").casefold())
+    ]
+    pages = max(1, -(-len(shown) // LIST_PAGE_SIZE))
+    page = min(max(page, 1), pages)
+    window = shown[(page - 1) * LIST_PAGE_SIZE: page * LIST_PAGE_SIZE]
+    groups: list[dict[str, Any]] = []
+    for row in window:  # reading order; an answer's claims together, at its first claim
+        if groups and groups[-1]["answer_id"] == row["answer_id"]:
+            groups[-1]["rows"].append(row)
+            continue
+        group = next((g for g in groups if g["answer_id"] == row["answer_id"]), None)
+        if group is None:
+            groups.append({"answer_id": row["answer_id"], "rows": [row]})
+        else:
+            group["rows"].append(row)
+    filters = {"label": label, "reason": reason, "dataset": dataset, "reviewed": reviewed,
+               "q": q}
+    return render(request, "list.html", session=session, queue=queue_row, groups=groups,
+                  total=len(rows), matched=len(shown), page=page, pages=pages,
+                  choices=choices, filters=filters, reveal=reveal,
+                  page_url=lambda n: _url("/review/list", queue=queue_row["id"], page=n,
+                                          **{k: v for k, v in filters.items() if v}))
+
+
 @router.get("/review")
-def review_page(request: Request, queue: str | None = None, pos: int | None = None) -> Response:
+def review_page(request: Request, queue: str | None = None, pos: int | None = None,
+                saved: int | None = None) -> Response:
     session = _page_session(request)
     store = _store(request)
     try:
@@ -194,9 +279,10 @@ def review_page(request: Request, queue: str | None = None, pos: int | None = No
         if pos is None:
             todo = [i["position"] for i in items if needs_review(i, session.identity.annotator)]
             if not todo:
+                done = f"Saved item {saved}. " if saved else ""
                 return render(request, "message.html", session=session, title="All done",
-                              message=f"You have reviewed everything in queue {q['id']} that "
-                                      "needs you. Thank you.", queue=q)
+                              message=f"{done}You have reviewed everything in queue {q['id']} "
+                                      "that needs you. Thank you.", queue=q)
             return RedirectResponse(_url("/review", queue=q["id"], pos=todo[0]), status_code=303)
         if not 1 <= pos <= len(items):
             return render(request, "message.html", status=404, session=session,
@@ -205,7 +291,8 @@ def review_page(request: Request, queue: str | None = None, pos: int | None = No
         ctx = _review_context(store, request, session, q, items, pos)
     finally:
         store.close()
-    return render(request, "review.html", session=session, error=None, form=None, **ctx)
+    return render(request, "review.html", session=session, error=None, form=None, saved=saved,
+                  **ctx)
 
 
 @router.post("/review")
@@ -236,7 +323,7 @@ async def review_submit(request: Request) -> Response:
         except ReviewError as exc:
             ctx = _review_context(store, request, session, q, items, pos)
             return render(request, "review.html", status=422, session=session, error=str(exc),
-                          form=form, **ctx)
+                          form=form, saved=None, **ctx)
         items = queue_items(store, q["id"])
         me = session.identity.annotator
         todo = [i["position"] for i in items if needs_review(i, me)]
@@ -244,8 +331,9 @@ async def review_submit(request: Request) -> Response:
     finally:
         store.close()
     if not later:
-        return RedirectResponse(_url("/review", queue=q["id"]), status_code=303)
-    return RedirectResponse(_url("/review", queue=q["id"], pos=later[0]), status_code=303)
+        return RedirectResponse(_url("/review", queue=q["id"], saved=pos), status_code=303)
+    return RedirectResponse(_url("/review", queue=q["id"], saved=pos, pos=later[0]),
+                            status_code=303)
 
 
 # -- dashboard ---------------------------------------------------------------------------------

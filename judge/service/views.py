@@ -100,6 +100,63 @@ def claim_span(answer: str, claim: str) -> tuple[int, int] | None:
     return best if best_score >= 0.2 else None
 
 
+def json_spans(doc: Any) -> tuple[str, dict[tuple[str | int, ...], tuple[int, int]]]:
+    """The document as :attr:`judge.records.Source.content` prints it (``json.dumps`` with
+    ``indent=1``), and where each value sits in that text, by its path of keys."""
+    spans: dict[tuple[str | int, ...], tuple[int, int]] = {}
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+
+    def dump(value: Any, level: int, path: tuple[str | int, ...]) -> None:
+        start = size
+        pad = " " * (level + 1)
+        if isinstance(value, dict) and value:
+            put("{\n")
+            for i, (key, item) in enumerate(value.items()):
+                put(("," + "\n" if i else "") + pad + json.dumps(str(key), ensure_ascii=False)
+                    + ": ")
+                dump(item, level + 1, (*path, str(key)))
+            put("\n" + " " * level + "}")
+        elif isinstance(value, list) and value:
+            put("[\n")
+            for i, item in enumerate(value):
+                put(("," + "\n" if i else "") + pad)
+                dump(item, level + 1, (*path, i))
+            put("\n" + " " * level + "]")
+        else:
+            put(json.dumps(value, ensure_ascii=False))
+        spans[path] = (start, size)
+
+    dump(doc, 0, ())
+    return "".join(parts), spans
+
+
+def json_path_span(doc: Any, content: str, path: str) -> tuple[int, int] | None:
+    """Where the value a cited JSON path resolves to sits in the source's printed text."""
+    from judge.checks.jsonpath import JsonPathError, parse_json_path
+
+    try:
+        keys: list[str | int] = []
+        value = doc
+        for key, _ in parse_json_path(path):
+            if isinstance(value, list):
+                index = int(key)
+                index = index + len(value) if index < 0 else index
+                value, key = value[index], index
+            else:
+                value = value[key]
+            keys.append(key)
+    except (JsonPathError, KeyError, IndexError, ValueError, TypeError):
+        return None
+    text, spans = json_spans(doc)
+    return spans.get(tuple(keys)) if text == content else None
+
+
 def _check_summary(check: dict[str, Any]) -> str:
     detail = check.get("detail") or {}
     parts = [CHECK_TEXT.get(check["name"], check["name"])]
@@ -108,7 +165,9 @@ def _check_summary(check: dict[str, Any]) -> str:
     if detail.get("path"):
         parts.append(f"path {detail['path']}")
     if check["name"] == "json_path_resolves" and "value" in detail:
-        parts.append(f"value {json.dumps(detail['value'], ensure_ascii=False)[:200]}")
+        value = detail["value"]
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(f"value {shown[:200]}")
     if detail.get("missing"):
         parts.append("missing: " + ", ".join(map(str, detail["missing"])))
     if detail.get("matched"):
@@ -169,6 +228,11 @@ def item_view(
     for s in record.sources if record else []:
         content = s.content
         spans = [sp for sp in spans_by_source.get(s.id, []) if sp["end"] <= len(content)]
+        for c in citations:
+            if c.get("source") == s.id and c.get("path") and s.is_json:
+                at = json_path_span(s.json_doc, content, c["path"])
+                if at and at[1] > at[0]:
+                    spans.append({"start": at[0], "end": at[1], "kind": "jsonpath"})
         if s.id in cited and not spans and claim_text and len(content) <= PASSAGE_MAX_CHARS:
             for start, end, score in best_passages(claim_text, content, k=1):
                 if score >= PASSAGE_MIN_SCORE:

@@ -301,6 +301,129 @@ def m006_call_attempts(db: sqlite_utils.Database) -> None:
     db.table("call_attempts").create_index(["call_id"])
 
 
+#: Every link between tables (table, column, other table, other column): declared as foreign
+#: keys by m007 so Datasette and other browsers show them as links. The store keeps
+#: ``PRAGMA foreign_keys = OFF`` (an answer's claims and verdicts are written in one
+#: transaction, and a queue item keeps naming a run after it is gone): the keys describe the
+#: schema, they do not reject writes.
+LINKS: tuple[tuple[str, str, str, str], ...] = (
+    ("sources", "answer_id", "answers", "id"),
+    ("run_answers", "run_id", "runs", "id"),
+    ("run_answers", "answer_id", "answers", "id"),
+    ("rejected_lines", "run_id", "runs", "id"),
+    ("claims", "answer_id", "answers", "id"),
+    ("answer_claims", "judge_version", "judge_versions", "id"),
+    ("answer_claims", "answer_id", "answers", "id"),
+    ("answer_claims", "claim_id", "claims", "id"),
+    ("verdicts", "judge_version", "judge_versions", "id"),
+    ("verdicts", "claim_id", "claims", "id"),
+    ("verdicts", "answer_id", "answers", "id"),
+    ("verdicts", "run_id", "runs", "id"),
+    ("checks", "verdict_id", "verdicts", "id"),
+    ("calls", "run_id", "runs", "id"),
+    ("call_attempts", "call_id", "calls", "id"),
+    ("call_attempts", "run_id", "runs", "id"),
+    ("queue_items", "queue_id", "queues", "id"),
+    ("queue_items", "claim_id", "claims", "id"),
+    ("queue_items", "answer_id", "answers", "id"),
+    ("queue_items", "verdict_id", "verdicts", "id"),
+    ("queue_items", "judge_version", "judge_versions", "id"),
+    ("queue_items", "run_id", "runs", "id"),
+    ("reviews", "claim_id", "claims", "id"),
+    ("reviews", "answer_id", "answers", "id"),
+    ("reviews", "queue_id", "queues", "id"),
+    ("reviews", "item_id", "queue_items", "id"),
+    ("reviews", "supersedes", "reviews", "id"),
+    ("adjudications", "claim_id", "claims", "id"),
+    ("adjudications", "answer_id", "answers", "id"),
+    ("adjudications", "queue_id", "queues", "id"),
+    ("adjudications", "supersedes", "adjudications", "id"),
+)
+
+# The views of m007. A later migration that rebuilds one of the tables they read keeps them:
+# SQLite re-checks views when a table is renamed, and these name only columns that exist.
+_JOINED = "(select group_concat(value, ', ') from json_each({}))"
+_HUMAN_DECISIONS = """
+with current_reviews as (
+  select r.* from reviews r
+  where r.annotator like 'human:%' and r.revision = (
+    select max(r2.revision) from reviews r2
+    where r2.subject = r.subject and r2.annotator = r.annotator)
+),
+agreed as (
+  select subject, min(claim_id) as claim_id, min(label) as label, min(subtype) as subtype,
+         'agreed reviews' as decided_by, group_concat(annotator, ', ') as annotators
+  from current_reviews group by subject
+  having count(distinct label || '|' || coalesce(subtype, '')) = 1
+),
+adjudicated as (
+  select a.subject, a.claim_id, a.label, a.subtype, 'adjudication' as decided_by,
+         a.adjudicator as annotators
+  from adjudications a
+  where a.adjudicator like 'human:%' and a.revision = (
+    select max(a2.revision) from adjudications a2 where a2.subject = a.subject)
+),
+decisions as (
+  select * from adjudicated
+  union all
+  select * from agreed where subject not in (select subject from adjudicated)
+)
+"""
+VIEWS: dict[str, str] = {
+    # One row per verdict: the claim's text beside the judge's label.
+    "claim_verdicts": f"""
+select v.id as verdict_id, v.answer_id, v.claim_id, c.idx as claim_index, c.text as claim,
+       v.label, v.subtype, v.support, v.strength, v.review,
+       {_JOINED.format("v.review_reasons")} as review_reasons,
+       v.rationale, v.error, v.judge_version, v.run_id, v.created_at
+from verdicts v join claims c on c.id = v.claim_id
+""",
+    # One row per queue item, in reading order, with the claim's text and its reviews so far.
+    "review_queue": f"""
+select qi.queue_id, qi.position, qi.id as item_id, qi.kind, qi.answer_id, qi.claim_id,
+       coalesce(c.text, a.answer) as claim, {_JOINED.format("qi.reasons")} as reasons,
+       qi.category, qi.stratum, qi.weight, qi.reviews_required,
+       (select count(distinct r.annotator) from reviews r where r.subject = qi.subject)
+         as reviewers,
+       exists(select 1 from adjudications j where j.subject = qi.subject) as adjudicated,
+       v.label as judge_label, v.subtype as judge_subtype, v.support, qi.judge_version
+from queue_items qi
+left join claims c on c.id = qi.claim_id
+left join answers a on a.id = qi.answer_id
+left join verdicts v on v.id = qi.verdict_id
+""",
+    # Claims a person decided (an adjudication, else reviewers who all agree) whose label the
+    # judge got wrong: lenient (judge supported, people did not), strict (the reverse), or
+    # another wrong label. One row per judge version that judged the claim.
+    "calibration_errors": _HUMAN_DECISIONS + """
+select d.claim_id, v.answer_id, c.text as claim, v.judge_version,
+       v.label as judge_label, v.subtype as judge_subtype, v.support,
+       d.label as human_label, d.subtype as human_subtype, d.decided_by, d.annotators,
+       case when v.label = 'supported' then 'lenient'
+            when d.label = 'supported' then 'strict'
+            else 'other label' end as direction,
+       v.rationale, v.id as verdict_id
+from decisions d
+join verdicts v on v.claim_id = d.claim_id
+join claims c on c.id = d.claim_id
+where d.claim_id is not null and v.label != d.label
+""",
+}
+
+
+@migration
+def m007_views_and_keys(db: sqlite_utils.Database) -> None:
+    """Foreign keys on every link (:data:`LINKS`; SQLite cannot add them in place, so each
+    table is rebuilt with every row, column and index kept) and the views ``claim_verdicts``,
+    ``review_queue`` and ``calibration_errors`` (:data:`VIEWS`), so a SQLite browser such as
+    Datasette links a verdict to its claim, its answer and its reviews."""
+    existing = set(db.table_names())
+    db.add_foreign_keys([link for link in LINKS if link[0] in existing and link[2] in existing])
+    for name, sql in VIEWS.items():
+        db.execute(f"drop view if exists {name}")
+        db.execute(f"create view {name} as {sql.strip()}")
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

@@ -51,3 +51,13 @@ class QueuesMixin(StoreBase):
         row = self.one(
             "select * from queue_items where claim_id = ? order by rowid desc limit 1", [claim_id])
         return _item(row) if row else None
+
+    def queue_item_texts(self, queue_id: str) -> dict[str, dict[str, Any]]:
+        """Item id -> the claim's text (an answer's, for a refused answer), the judge's label
+        and support, for listing a queue."""
+        rows = self.db.query(
+            "select qi.id, coalesce(c.text, a.answer) as text, v.label, v.support "
+            "from queue_items qi left join claims c on c.id = qi.claim_id "
+            "left join answers a on a.id = qi.answer_id "
+            "left join verdicts v on v.id = qi.verdict_id where qi.queue_id = ?", [queue_id])
+        return {r.pop("id"): r for r in rows}

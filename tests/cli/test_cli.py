@@ -54,7 +54,7 @@ def test_run_json_contract_and_exit_code_2_on_rejected_lines(tmp_path: Path) -> 
         assert key in line
     assert line["support"] is None  # the structured strategy gives no probability
     csv_out = cli("export", "--db", str(db), "--format", "csv").stdout
-    assert csv_out.splitlines()[0].startswith("answer_id,claim_id,claim")
+    assert csv_out.splitlines()[0].startswith("\ufeffanswer_id,claim_id,claim,label")
 
     shown = cli("show", "a", "--db", str(db))
     assert shown.returncode == 0 and "supported" in shown.stdout and "401" in shown.stdout

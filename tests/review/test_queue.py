@@ -155,9 +155,13 @@ def test_blind_export_has_the_fields_and_no_judge_label(known: Store) -> None:
 def test_csv_export_escapes_formulas_and_round_trips_labels(known: Store, tmp_path: Path) -> None:
     summary = build_queue(known, options=SEED_000)
     text = "".join(to_csv(export_lines(known, summary.queue_id)))
-    rows = list(csv.DictReader(io.StringIO(text)))
+    assert text.startswith("\ufeffitem_id,")  # UTF-8 with a BOM: spreadsheets read Chinese
+    rows = list(csv.DictReader(io.StringIO(text.removeprefix("\ufeff"))))
     assert len(rows) == summary.items and "judge_label" not in rows[0]
-    assert rows[0]["label"] == "" and json.loads(rows[0]["reasons"])[0] == "judge_flagged"
+    # flat cells: reasons joined with "; ", sources as "[S1] title: text", never JSON
+    assert rows[0]["label"] == "" and rows[0]["reasons"].split("; ")[0] == "judge_flagged"
+    assert rows[0]["sources"].startswith("[S1] Register: ")
+    assert not any(v.startswith(("[{", "{", '["')) for r in rows for v in r.values() if v)
     assert all(not r["claim"].startswith(("=", "+", "@")) for r in rows)
     rows[0]["label"], rows[0]["subtype"] = "not_in_source", "unsupported_addition"
     rows[1]["label"] = "supported"
@@ -258,7 +262,7 @@ def test_queue_cli_build_list_export_import(known: Store, tmp_path: Path) -> Non
     assert payload["total"] == built["items"]
     assert "category" not in payload["items"][0] and "label:" not in listed.stdout
     exported = runner.invoke(app, ["queue", "export", "--db", db, "--format", "csv"])
-    assert exported.exit_code == 0 and exported.stdout.startswith("item_id,queue_id,claim_id")
+    assert exported.exit_code == 0 and exported.stdout.startswith("\ufeffitem_id,queue_id,claim_id")
     assert runner.invoke(app, ["queue", "export", "--db", db, "--format", "xml"]).exit_code == 1
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"claim_id": "c-nope", "label": "supported"}])
     imported = runner.invoke(app, ["queue", "import", str(bad), "--db", db, "-a", "fay"])

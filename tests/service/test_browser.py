@@ -178,3 +178,122 @@ def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path
         store.close()
     if not os.environ.get("JUDGE_SCREENSHOTS"):
         shutil.rmtree(shots, ignore_errors=True)
+
+
+JSON_RECORD = {
+    "id": "d-json", "question": "p50 延遲是多少？",
+    "answer": "p50 延遲是 120 毫秒。",
+    "sources": [{"id": "metrics.json", "title": "服務指標",
+                 "json": {"service": "checkout", "latency": {"p50": 120, "p99": 870}}}],
+    "claims": [{"text": "p50 延遲是 120 毫秒。",
+                "citations": [{"source": "metrics.json", "path": "$.latency.p50"}]}],
+}
+
+
+def test_list_view_help_saved_and_json_path_in_a_real_browser(
+    tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    db = tmp_path / "list.db"
+    store = Store.open(db)
+    judge_file(write_jsonl(tmp_path / "in.jsonl", [*RECORDS, JSON_RECORD]), config=config,
+               db=store)
+    build_queue(store, options=QueueOptions(sample_rate=1.0, double_fraction=0.0))
+    store.close()
+    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    code = "import sys; from judge.cli import main; sys.argv = ['judge', *sys.argv[1:]]; main()"
+    env = {**os.environ, "CLAIM_JUDGE_TOKENS": f"{TOKEN}:alice", "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--db", str(db), "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.time() > deadline:
+                pytest.fail("judge serve did not start")
+            time.sleep(0.2)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                         headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.goto(f"{base}/review/list")
+                page.fill("#token", TOKEN)
+                page.click("#login-form button[type=submit]")
+                page.wait_for_url("**/review/list*")
+                groups = page.locator("section.answer-group")
+                assert groups.count() == 4  # one card per answer, its claims together
+                assert page.locator("tr.item").count() == 6
+                assert "label:" not in page.inner_text("main")  # blind
+                page.screenshot(path=str(shots / "review-list.png"), full_page=True)
+                page.fill("#search", "b-en")
+                page.click("#filters button[type=submit]")
+                page.wait_for_url("**q=b-en*")
+                assert page.locator("tr.item").count() == 2
+                page.click("tr.item a")  # open an item from the list
+                page.wait_for_url("**/review?*pos=*")
+                assert page.locator("#guideline").is_visible()
+                page.keyboard.press("?")
+                assert page.locator("#shortcuts").is_visible()
+                page.screenshot(path=str(shots / "review-help.png"))
+                page.keyboard.press("Escape")
+                assert not page.locator("#shortcuts").is_visible()
+                page.keyboard.press("1")
+                page.keyboard.press("Enter")
+                page.wait_for_url("**saved=*")
+                assert page.locator("#saved").is_visible()
+                assert "Saved item" in page.inner_text("#saved")
+                # the JSON item: the value at the cited path is marked
+                page.goto(f"{base}/review/list?q=d-json")
+                page.click("tr.item a")
+                page.wait_for_url("**/review?*pos=*")
+                assert page.locator(".source-text mark.hl-jsonpath").first.inner_text() == "120"
+                page.screenshot(path=str(shots / "review-json-path.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_html_report_renders_with_charts_in_a_real_browser(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from calibration import CalibrationItem, build_calibration_report, render_calibration_html
+
+    labels = ["supported", "contradicted", "not_in_source", "not_verifiable"]
+    items = [CalibrationItem(claim_id=f"c{k}", gold_label=labels[k % 4],
+                             judge_label=labels[(k * 7) % 5 % 4], in_queue=k % 3 != 0,
+                             dataset="中文資料集" if k % 2 else "english-set",
+                             queue_position=k + 1, support=(k % 10) / 10)
+             for k in range(80)]
+    html = render_calibration_html(build_calibration_report(items, judge_version="v-示例",
+                                                            n_resamples=50))
+    assert "http://" not in html and "<script" not in html
+    page_path = tmp_path / "calibration.html"
+    page_path.write_text(html, encoding="utf-8")
+    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.goto(page_path.as_uri())
+            charts = page.locator("svg.chart")
+            assert charts.count() >= 3
+            box = charts.first.bounding_box()
+            assert box is not None and box["width"] > 200 and box["height"] > 200
+            assert "中文資料集" in page.inner_text("body")
+            page.screenshot(path=str(shots / "calibration-report.png"), full_page=False)
+        finally:
+            browser.close()

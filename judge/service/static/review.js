@@ -1,9 +1,16 @@
 // claim-judge review page: keyboard shortcuts and time spent. No inline script (CSP).
 // 1-4 choose a label; letters choose a subtype (shown on each button); Enter saves;
 // j / ArrowRight next, k / ArrowLeft previous; "/" focuses the note; Esc leaves it;
-// Ctrl+Enter saves from inside the note.
+// Ctrl+Enter saves from inside the note; "?" shows the shortcuts; "l" opens the list.
 (function () {
   "use strict";
+  var help = document.getElementById("shortcuts");
+  var helpButton = document.getElementById("help-button");
+  function toggleHelp() {
+    if (!help) { return; }
+    if (help.open) { help.close(); } else { help.showModal(); }
+  }
+  if (helpButton) { helpButton.addEventListener("click", toggleHelp); }
   var form = document.getElementById("review-form");
   if (!form) { return; }
   var started = Date.now();
@@ -62,6 +69,8 @@
       return;
     }
     if (event.ctrlKey) { return; }
+    if (event.key === "?") { event.preventDefault(); toggleHelp(); return; }
+    if (help && help.open) { return; }
     var input = byKey[event.key];
     if (input) {
       event.preventDefault();
@@ -72,5 +81,6 @@
     else if (event.key === "j" || event.key === "ArrowRight") { go("next"); }
     else if (event.key === "k" || event.key === "ArrowLeft") { go("prev"); }
     else if (event.key === "/" && note) { event.preventDefault(); note.focus(); }
+    else if (event.key === "l") { go("to-list"); }
   });
 }());

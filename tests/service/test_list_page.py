@@ -1,0 +1,78 @@
+"""The list of a queue's items (filters, search, grouped by answer; blind unless revealed),
+the "saved" notice, the guideline beside the form, and JSON-path highlighting."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from judge.service.views import json_path_span, json_spans
+from tests.fakes import FakeLLM
+from tests.review_helpers import RATIONALE_SENTINEL
+from tests.service.test_service import db, login, make_client  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def client(db: Path, fake_llm: FakeLLM) -> Iterator[TestClient]:  # noqa: F811
+    with make_client(db) as c:
+        yield c
+
+
+def _rows(html: str) -> list[str]:
+    return re.findall(r'<tr class="item [^"]*">(.*?)</tr>', html, re.S)
+
+
+def test_list_filters_search_and_groups_blind(client: TestClient) -> None:
+    login(client)
+    page = client.get("/review/list")
+    assert page.status_code == 200
+    html = page.text
+    total = len(_rows(html))
+    assert total > 20 and html.count('class="card answer-group"') < total  # grouped
+    assert "judge_flagged" in html and "label:" not in html
+    assert RATIONALE_SENTINEL not in html and 'name="label"' not in html  # blind: no label filter
+    assert "not_in_source" not in html
+    flagged = client.get("/review/list", params={"reason": "judge_flagged"}).text
+    assert 0 < len(_rows(flagged)) < total
+    found = client.get("/review/list", params={"q": "nis-3"}).text
+    assert len(_rows(found)) == 1 and 'data-answer="nis-3"' in found
+    assert len(_rows(client.get("/review/list", params={"reviewed": "yes"}).text)) == 0
+    assert len(_rows(client.get("/review/list", params={"reviewed": "no"}).text)) == total
+    dataset = client.get("/review/list", params={"dataset": "known.jsonl"}).text
+    assert len(_rows(dataset)) == total
+
+
+def test_list_reveals_labels_only_when_the_service_does(db: Path, fake_llm: FakeLLM) -> None:  # noqa: F811
+    with make_client(db, reveal_judge=True) as c:
+        login(c)
+        html = c.get("/review/list", params={"label": "not_in_source"}).text
+        assert 'name="label"' in html and len(_rows(html)) >= 6
+        assert "label:not_in_source" in html
+
+
+def test_saved_notice_and_guideline_beside_the_form(client: TestClient) -> None:
+    csrf = login(client)
+    first = client.get("/review", params={"pos": 1})
+    assert 'id="guideline"' in first.text and 'id="shortcuts"' in first.text
+    item = re.search(r'name="item_id" value="([^"]+)"', first.text).group(1)  # type: ignore[union-attr]
+    queue = re.search(r'name="queue" value="([^"]+)"', first.text).group(1)  # type: ignore[union-attr]
+    saved = client.post("/review", data={"csrf": csrf, "queue": queue, "pos": "1",
+                                         "item_id": item, "label": "supported"})
+    assert saved.status_code == 200 and "Saved item 1." in saved.text
+
+
+def test_json_path_spans_match_the_printed_source() -> None:
+    doc = {"metrics": [{"name": "延遲", "value": 120}, {"name": "region", "value": "eu"}],
+           "empty": {}, "list": []}
+    text, spans = json_spans(doc)
+    assert text == json.dumps(doc, ensure_ascii=False, indent=1)
+    a, b = json_path_span(doc, text, "$.metrics[0].value")  # type: ignore[misc]
+    assert text[a:b] == "120"
+    a, b = json_path_span(doc, text, "$.metrics[-1].name")  # type: ignore[misc]
+    assert text[a:b] == '"region"'
+    assert json_path_span(doc, text, "$.nope") is None
