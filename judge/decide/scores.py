@@ -13,6 +13,7 @@ per-label bias (``label_bias``) and taking the best. The resulting probability o
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,9 @@ class ScoresStrategy:
                 f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
                 f"opinion wording {int(values['opinion'])})"
             )
+        if not all(math.isfinite(v) for v in [*scores.values(), *probs.values()]):
+            return Decision(claim, None, f"score is not a number ({version}): {describe(probs)}; "
+                            "fail closed", [call])
         judgement = ClaimJudgement(
             claim=1,
             label=label,  # type: ignore[arg-type]
