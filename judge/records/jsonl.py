@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 
 from judge.records.models import MAX_LINE_BYTES, AnswerRecord
-from judge.records.strictjson import JSONLimitError, loads
+from judge.records.strictjson import JSONLimitError, check_value, loads
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,10 @@ def validate_record(data: Any, line_no: int) -> AcceptedLine | RejectedLine:
     if not isinstance(data, dict):
         return RejectedLine(line_no, f"expected a JSON object, got {type(data).__name__}")
     try:
+        check_value(data, "record")  # what the JSONL reader checks, for records in memory
         return AcceptedLine(line_no, AnswerRecord.model_validate(data))
+    except JSONLimitError as exc:
+        return RejectedLine(line_no, str(exc))
     except ValidationError as exc:
         return RejectedLine(line_no, explain(exc))
     except (ValueError, TypeError, RecursionError) as exc:  # a value no validator foresaw

@@ -8,7 +8,9 @@ can crash a batch, the store or a report.
   refuses integers of over 4,300 digits with an error of its own; a float such as ``1e999``
   would become infinity);
 - ``NaN``, ``Infinity`` and ``-Infinity`` (accepted by Python's parser, not JSON) are refused;
-- an object that names a key twice is refused (parsers disagree on which value wins).
+- an object that names a key twice is refused (parsers disagree on which value wins);
+- text with an unpaired surrogate (``"\\ud800"``: valid JSON, but not storable as UTF-8) is
+  refused.
 
 :func:`check_value` applies the same limits to values built in memory (records given to the
 Python API as dicts). Imports nothing of the package.
@@ -29,6 +31,8 @@ MAX_NUMBER_CHARS = 100
 
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKETS = re.compile(r"[\[\]{}]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.IGNORECASE)
 
 
 class JSONLimitError(ValueError):
@@ -94,8 +98,11 @@ def loads(text: str) -> Any:
     if depth > MAX_JSON_DEPTH:
         raise JSONLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
     try:
-        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                          parse_constant=_parse_constant, object_pairs_hook=_pairs)
+        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                           parse_constant=_parse_constant, object_pairs_hook=_pairs)
+        if _SURROGATE_ESCAPE.search(text):  # pairs decode to one character; lone ones stay
+            check_value(value, "line")
+        return value
     except json.JSONDecodeError as exc:
         raise JSONLimitError(f"invalid JSON at column {exc.colno}: {exc.msg}") from None
     except RecursionError:
@@ -104,7 +111,7 @@ def loads(text: str) -> Any:
 
 def check_value(value: Any, where: str = "value") -> None:
     """Apply the limits to a value built in memory: nesting, finite numbers of bounded size,
-    text keys. Iterative (no recursion), raises :class:`JSONLimitError`."""
+    text keys, Unicode text. Iterative (no recursion), raises :class:`JSONLimitError`."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -114,10 +121,16 @@ def check_value(value: Any, where: str = "value") -> None:
             if isinstance(item, dict):
                 if any(not isinstance(k, str) for k in item):
                     raise JSONLimitError(f"{where}: object keys must be text")
+                stack.extend((k, depth) for k in item)
                 stack.extend((v, depth + 1) for v in item.values())
             else:
                 stack.extend((v, depth + 1) for v in item)
-        elif isinstance(item, bool) or item is None or isinstance(item, str):
+        elif isinstance(item, str):
+            lone = _SURROGATE.search(item)
+            if lone:
+                raise JSONLimitError(f"{where}: text holds an unpaired surrogate "
+                                     f"(U+{ord(lone.group()):04X}), which is not Unicode text")
+        elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
             if item.bit_length() > MAX_NUMBER_CHARS * 3.33:
