@@ -25,7 +25,6 @@ from judge.cli.common import (
     progress_bar,
     write_text,
 )
-from judge.evaluation.gold import read_gold
 
 THRESHOLD_EXIT = 3
 
@@ -173,6 +172,8 @@ def gold_check(
 ) -> None:
     """Validate gold files: every problem with its line number; items labelled by a model are
     refused. Exit code 1 when any file has an invalid or refused item."""
+    from judge.evaluation.gold import read_gold  # scipy: imported when a command needs it
+
     results = []
     bad = False
     for path in files:

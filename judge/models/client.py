@@ -238,6 +238,9 @@ class ModelClient:
             import litellm
 
             litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+            # instructor logs each failed try as an error; every try is recorded here instead
+            # (call_attempts), so its log would only repeat it on stderr
+            logging.getLogger("instructor").setLevel(logging.CRITICAL)
             # async_client=True is what instructor detects at run time for acompletion; said
             # explicitly so the type checker picks the AsyncInstructor overload.
             self._instructor = instructor.from_litellm(
