@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from judge.records import AnswerRecord
+from judge.records.strictjson import JSONLimitError, loads
 from judge.review.gold_export import gold_lines
 from judge.review.queue import (
     DEFAULT_PRIORITY,
@@ -170,7 +171,18 @@ def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[
     }
 
 
-@router.post("/judge", tags=["judge"], summary="Judge one answer record synchronously")
+async def strict_json(request: Request, user: User) -> None:
+    """The body under the JSONL reader's limits: duplicate keys, NaN and oversized numbers,
+    which the framework's parser accepts, are refused with the reason (after authentication:
+    without a token the answer stays 401)."""
+    try:
+        loads((await request.body()).decode("utf-8"))
+    except (JSONLimitError, UnicodeDecodeError) as exc:
+        raise HTTPException(422, f"the body is not strict JSON: {exc}") from exc
+
+
+@router.post("/judge", tags=["judge"], summary="Judge one answer record synchronously",
+             dependencies=[Depends(strict_json)])
 def judge_answer(record: AnswerRecord, request: Request, user: User, store: Db) -> dict[str, Any]:
     """Runs the pipeline with the server's judge config and stores the result (admin)."""
     require_role(user, "admin")
