@@ -361,3 +361,79 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, step: float =
             return True
         time.sleep(step)
     return False
+
+
+# -- SIGKILL and resume -------------------------------------------------------------------------
+
+
+def box_records(n: int, colour: str = "red") -> list[dict[str, Any]]:
+    """``n`` one-claim answers with distinct calls."""
+    return [{"id": f"r{i}", "generator": "openai/gpt-4o",
+             "answer": f"Box {i} is {colour} [S1].",
+             "sources": [{"id": "S1", "text": f"Box {i} is {colour}."}]} for i in range(n)]
+
+
+def stored_answers(db: Path) -> int:
+    """Answers judged in a store (read while another process writes it)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(db, timeout=30) as conn:
+            return int(conn.execute("select count(distinct answer_id) from run_answers "
+                                    "where status = 'judged'").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+@dataclass
+class KillReport:
+    kills: int = 0
+    resumes: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    final_code: int = -1
+    requests: dict[str, int] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def kill_and_resume(work: Path, n: int, targets: Sequence[int], latency: float = 0.15
+                    ) -> KillReport:
+    """Judge ``n`` answers against a slow server, SIGKILL the run each time ``targets[i]``
+    answers are stored, resume after each kill, and count what was lost or duplicated."""
+    import signal
+    from collections import Counter
+
+    report = KillReport()
+    with OpenAIServer() as server:
+        server.latency_s = latency
+        write_records(work / "in.jsonl", box_records(n))
+        write_config(work / "judge.toml", server.base_url, concurrency=2)
+        run = judge_cmd("run", "in.jsonl", "--db", "judge.db", "-c", "judge.toml", "--json")
+        db = work / "judge.db"
+        for target in targets:
+            proc = subprocess.Popen(run, cwd=work, env=env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            reached = wait_for(lambda t=target: stored_answers(db) >= t, timeout=120)
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            if reached and proc.returncode == -signal.SIGKILL:
+                report.kills += 1
+        (final,) = launch_all([(run, work)])
+        report.resumes = report.kills
+        report.final_code = final.returncode
+        report.requests = dict(Counter(r["kind"] for r in server.calls()))
+    report.summary = json.loads(final.stdout) if final.stdout.strip() else {}
+    store = Store.open(db)
+    try:
+        judged = store.count("select count(distinct answer_id) from run_answers")
+        report.lost = n - judged
+        # every answer has one claim: more claims or verdicts for an answer, or a second run
+        # instead of the resumed one, is a duplicate
+        report.duplicated = sum(
+            store.count(f"select count(*) from {table}")
+            - store.count(f"select count(distinct answer_id) from {table}")
+            for table in ("answer_claims", "verdicts")
+        ) + store.count("select count(*) from runs") - 1
+    finally:
+        store.close()
+    return report

@@ -6,31 +6,13 @@ nothing."""
 from __future__ import annotations
 
 import json
-import signal
-import sqlite3
-import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from judge.store import Store
-from tests.faults.harness import env, judge_cmd, launch_all, wait_for, write_config, write_records
+from tests.faults.harness import box_records as records
+from tests.faults.harness import judge_cmd, kill_and_resume, launch_all, write_config, write_records
 from tests.support.openai_server import OpenAIServer
-
-
-def records(n: int, colour: str = "red") -> list[dict[str, Any]]:
-    return [{"id": f"r{i}", "generator": "openai/gpt-4o",
-             "answer": f"Box {i} is {colour} [S1].",
-             "sources": [{"id": "S1", "text": f"Box {i} is {colour}."}]} for i in range(n)]
-
-
-def stored_answers(db: Path) -> int:
-    try:
-        with sqlite3.connect(db, timeout=30) as conn:
-            return int(conn.execute("select count(distinct answer_id) from run_answers "
-                                    "where status = 'judged'").fetchone()[0])
-    except sqlite3.Error:
-        return 0
 
 
 def test_two_runs_on_one_store_share_the_work(tmp_path: Path) -> None:
@@ -91,35 +73,18 @@ def test_an_id_with_two_contents_is_stored_once_whoever_comes_first(tmp_path: Pa
 
 def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     n = 16
-    with OpenAIServer() as server:
-        server.latency_s = 0.15
-        write_records(tmp_path / "in.jsonl", records(n))
-        write_config(tmp_path / "judge.toml", server.base_url, concurrency=2)
-        run = judge_cmd("run", "in.jsonl", "--db", "judge.db", "-c", "judge.toml", "--json")
-        db = tmp_path / "judge.db"
-        for target in (3, 9):  # two kills at different points, each followed by a resume
-            proc = subprocess.Popen(run, cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-            assert wait_for(lambda t=target: stored_answers(db) >= t, timeout=120)
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate()
-            assert proc.returncode == -signal.SIGKILL
-            assert stored_answers(db) < n
-        (final,) = launch_all([(run, tmp_path)])
-        kinds = Counter(r["kind"] for r in server.calls())
-    assert final.returncode == 0, final.stderr
-    summary = json.loads(final.stdout)
+    report = kill_and_resume(tmp_path, n, targets=(3, 9))  # two kills, each then resumed
+    assert report.kills == 2 and report.final_code == 0
+    assert report.lost == 0 and report.duplicated == 0
+    summary = report.summary
     assert summary["resumed"] and summary["answers"] == n and summary["claims"] == n
     # a call cut off by a kill may be made again; nothing finished is: at most the in-flight
-    # calls (concurrency 2) of each of the two kills are repeated
-    assert n <= kinds["split"] <= n + 4 and n <= kinds["verify"] <= n + 4
-    store = Store.open(db)
+    # calls (concurrency 2) of each kill are repeated
+    assert n <= report.requests["split"] <= n + 4 and n <= report.requests["verify"] <= n + 4
+    store = Store.open(tmp_path / "judge.db")
     try:
-        assert store.count("select count(distinct answer_id) from run_answers") == n
-        assert store.count("select count(*) from verdicts") == n  # one verdict per claim
-        assert store.count("select count(*) from answer_claims") == n
-        assert store.count("select count(*) from runs") == 1  # resumed, never restarted
         ok = store.rows("select id from calls where error is null")
         assert len(ok) == 2 * n and len({c["id"] for c in ok}) == 2 * n
+        assert store.count("select count(*) from answer_leases") == 0
     finally:
         store.close()
