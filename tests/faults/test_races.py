@@ -88,3 +88,28 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path
         assert store.count("select count(*) from answer_leases") == 0
     finally:
         store.close()
+
+
+def test_piped_and_process_substituted_input_is_read_once_and_judged(tmp_path: Path) -> None:
+    import shlex
+    import subprocess
+
+    from tests.faults.harness import env
+
+    with OpenAIServer() as server:
+        write_records(tmp_path / "in.jsonl", records(3))
+        write_config(tmp_path / "judge.toml", server.base_url)
+        run = " ".join(shlex.quote(a) for a in judge_cmd("run"))
+        commands = {
+            "pipe": f"cat in.jsonl | {run} - --db pipe.db -c judge.toml --json",
+            "substitution": f"{run} <(cat in.jsonl) --db sub.db -c judge.toml --json",
+        }
+        procs = {name: subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env(),
+                                      capture_output=True, text=True, timeout=300)
+                 for name, cmd in commands.items()}
+        splits = len(server.calls("split"))
+    for name, proc in procs.items():
+        assert proc.returncode == 0, (name, proc.stderr)
+        summary = json.loads(proc.stdout)
+        assert summary["answers"] == 3 and summary["claims"] == 3, name
+    assert splits == 6  # each run judged its three answers (two stores: no call shared)

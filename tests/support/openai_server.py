@@ -82,6 +82,14 @@ def _text(content: Any) -> str:
     return str(content or "")
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up (a timeout, a killed process) is no error of the server's."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class OpenAIServer:
     """Start with ``with OpenAIServer() as server`` (or :meth:`start`); ``server.base_url``
     is the ``api_base`` to give litellm."""
@@ -144,7 +152,7 @@ class OpenAIServer:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd = _QuietServer((host, port), Handler)
         self.httpd.daemon_threads = True
         self.thread: threading.Thread | None = None
 
