@@ -1,5 +1,10 @@
 """The judging pipeline for one answer: self-grading refusal → split → decide → verdict assembly.
 
+An answer is refused when its generator is the judge model or of its family (however the name
+is spelled: :mod:`judge.models.identity`), or names no generator under ``require_generator``.
+A verdict resting on a call the provider answered as another model than the pinned one is
+flagged ``model_mismatch``.
+
 ``Pipeline.judge`` is free of storage writes: it returns a :class:`JudgedAnswer` that the
 runner persists in one transaction, and that replay compares with what was stored.
 """
