@@ -186,7 +186,7 @@ def launch_all(commands: list[tuple[list[str], Path]], timeout: float = 300
 #: Scenarios whose recovery also goes through the CLI in a subprocess (the others recover
 #: through judge.api.judge_file(retry_errors=True), the same code path without the start-up
 #: cost of a process).
-CLI_RECOVERY = ("outage_breaker", "conflicting_judgements", "budget")
+CLI_RECOVERY = ("outage_breaker", "budget")
 
 
 def run_scenarios(base: Path, scenarios: Sequence[Scenario] = SCENARIOS) -> list[Outcome]:

@@ -35,4 +35,5 @@ def test_only_what_failed_is_called_again(outcomes: dict[str, Outcome]) -> None:
     # the recovery re-makes the failed calls only: a2 of http_500 was fine, its calls are reused
     assert outcomes["http_500"].recovery_requests == 2  # split and verify of a1
     assert outcomes["conflicting_judgements"].recovery_requests == 1  # verify of a1 again
+    assert outcomes["impossible_logprobs"].recovery_requests == 3  # the three choice calls
     assert outcomes["dropped_sentences"].recovery_requests == 0  # nothing was a judge_error
