@@ -150,6 +150,8 @@ def _judge_one(settings: ServiceSettings, store: Store, record: AnswerRecord) ->
         raise HTTPException(409, exc.problems[0].reason) from exc
     except RunStopped as exc:  # the provider keeps failing: nothing was stored as judged
         raise HTTPException(503, f"the judge model is unavailable: {exc}") from exc
+    if results[0].status == "rejected":  # e.g. another run stored the id with other content
+        raise HTTPException(409, results[0].error or "the record was rejected")
     return _answer_verdicts(store, record.answer_id, results.summary.judge_version)
 
 
