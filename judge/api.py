@@ -33,6 +33,7 @@ from judge.evaluation.gold import GoldFile, load_gold
 from judge.evaluation.matching import StoreIndex, gold_to_records
 from judge.evaluation.reports import CalibrationResult, eval_cost
 from judge.hashing import content_hash
+from judge.models.client import Limits, RunStopped
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
 from judge.runs.batch import BatchInput, Progress, run_batch
@@ -42,8 +43,8 @@ from judge.verdicts import AnswerStatus, Verdict
 
 __all__ = [
     "AnswerResult", "CalibrationResult", "DriftResult", "JudgeResults", "RecordsError",
-    "calibrate", "drift", "eval_gold", "export", "import_reviews", "judge_answers",
-    "judge_file", "load_config", "read_dataset",
+    "RunStopped", "calibrate", "drift", "eval_gold", "export", "import_reviews",
+    "judge_answers", "judge_file", "load_config", "read_dataset",
 ]
 
 OnError = Literal["raise", "skip"]
@@ -71,10 +72,12 @@ class RecordsError(ValueError):
 
 class AnswerResult(BaseModel):
     """One input answer: ``judged`` (with a verdict per claim), ``refused`` (the judge model
-    would grade its own family's answer) or ``rejected`` (invalid input; ``error`` says why)."""
+    would grade its own family's answer, or no generator is named under
+    ``require_generator``), ``rejected`` (invalid input; ``error`` says why) or ``pending``
+    (the run stopped before it: :class:`RunStopped`)."""
 
     answer_id: str | None
-    status: Literal["judged", "refused", "rejected"]
+    status: Literal["judged", "refused", "rejected", "pending"]
     answer_status: AnswerStatus | None = None
     refused_reason: str | None = None
     error: str | None = None
@@ -144,6 +147,10 @@ def judge_answers(
     on_error: OnError = "raise",
     progress: Progress | None = None,
     purpose: str = "run",
+    retry_errors: bool = False,
+    max_calls: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> JudgeResults:
     """Judge answer records (dicts in the JSONL schema, or :class:`AnswerRecord` s).
 
@@ -152,14 +159,21 @@ def judge_answers(
     every one of them, before anything is judged; with ``on_error="skip"`` they become
     ``rejected`` results and the rest is judged. Answers already judged by the same judge
     version in ``db`` are taken from it (zero model calls); an interrupted call resumes.
-    ``progress(done, total)`` is called as answers finish."""
+    ``progress(done, total)`` is called as answers finish.
+
+    ``retry_errors`` judges again the stored answers whose verdicts include a
+    ``judge_error`` (the calls behind them are made again; earlier calls and verdicts stay
+    on record). ``max_calls`` / ``max_tokens`` / ``max_cost`` (USD) are budgets of this call:
+    when one is spent, or the provider fails ``breaker_after`` calls in a row, the run stops
+    cleanly and :class:`RunStopped` is raised, carrying ``summary`` and the ``results`` of
+    what finished; calling again with the same input resumes."""
     raw = list(records)
     items = list(without_duplicates(
         (validate_record(r, i) for i, r in enumerate(raw)), what="record"))
     name = "records"
     sha = content_hash([_identity(r) for r in raw])
     return _judge(BatchInput(items, name, sha), "record", config, db, concurrency, on_error,
-                  progress, purpose)
+                  progress, purpose, retry_errors, Limits(max_calls, max_tokens, max_cost))
 
 
 def judge_file(
@@ -171,6 +185,10 @@ def judge_file(
     on_error: OnError = "skip",
     progress: Progress | None = None,
     purpose: str = "run",
+    retry_errors: bool = False,
+    max_calls: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> JudgeResults:
     """Judge a JSONL batch (a path, bytes, or a binary stream such as a pipe: read once).
 
@@ -179,7 +197,8 @@ def judge_file(
     batch = read_jsonl(path)
     name = str(path) if isinstance(path, str | Path) else "stream"
     return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db, concurrency,
-                  on_error, progress, purpose)
+                  on_error, progress, purpose, retry_errors,
+                  Limits(max_calls, max_tokens, max_cost))
 
 
 def _identity(record: Any) -> Any:
@@ -197,6 +216,8 @@ def _judge(
     on_error: OnError,
     progress: Progress | None,
     purpose: str,
+    retry_errors: bool = False,
+    limits: Limits | None = None,
 ) -> JudgeResults:
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
@@ -213,9 +234,14 @@ def _judge(
         if what == "record":  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256)
-        summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose))
-        results = _results(store, summary, batch.items, what)
-        return JudgeResults(results, summary, store.path)
+        summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
+                                 limits=limits, retry_errors=retry_errors))
+        results = JudgeResults(_results(store, summary, batch.items, what), summary,
+                               store.path)
+        if summary.stopped:
+            raise RunStopped(f"run {summary.run_id} stopped: {summary.stopped}", summary,
+                             results)
+        return results
 
 
 def _shift(item: AcceptedLine | RejectedLine) -> AcceptedLine | RejectedLine:
@@ -242,9 +268,9 @@ def _results(
             continue
         answer_id = item.record.answer_id
         row = covered.get(answer_id)
-        if row is None:  # not judged (cannot happen once the run finished)
-            out.append(AnswerResult(answer_id=answer_id, status="rejected",
-                                    error="not judged"))
+        if row is None:  # not judged: the run stopped before it
+            out.append(AnswerResult(answer_id=answer_id, status="pending",
+                                    error="not judged yet: the run stopped before it"))
             continue
         out.append(AnswerResult(
             answer_id=answer_id, status=row["status"], answer_status=row["answer_status"],

@@ -1,5 +1,10 @@
 """The judging pipeline for one answer: self-grading refusal → split → decide → verdict assembly.
 
+An answer is refused when its generator is the judge model or of its family (however the name
+is spelled: :mod:`judge.models.identity`), or names no generator under ``require_generator``.
+A verdict resting on a call the provider answered as another model than the pinned one is
+flagged ``model_mismatch``.
+
 ``Pipeline.judge`` is free of storage writes: it returns a :class:`JudgedAnswer` that the
 runner persists in one transaction, and that replay compares with what was stored.
 """
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge.assembly.verdict import Assembler
 from judge.config import JudgeConfig, judge_version
@@ -16,7 +22,7 @@ from judge.models.client import ModelClient
 from judge.models.identity import self_grading_reason
 from judge.models.prompts import prompts_dir, template_hash
 from judge.records import AnswerRecord
-from judge.split.claims import Splitter, answer_status
+from judge.split.claims import Splitter, answer_status, unsplit_claim
 from judge.verdicts import AnswerStatus, Claim, Verdict
 
 
@@ -30,6 +36,8 @@ class JudgedAnswer:
     verdicts: list[Verdict] = field(default_factory=list)
     answer_status: AnswerStatus | None = None
     refused_reason: str | None = None
+    #: sentences the split found no claim in, with the reason (split_claims v2+)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Pipeline:
@@ -55,14 +63,42 @@ class Pipeline:
         reason = self_grading_reason(record.generator, self.config.model)
         if reason:
             return JudgedAnswer(record, "refused", refused_reason=reason)
+        if record.generator is None and self.config.require_generator:
+            return JudgedAnswer(record, "refused", refused_reason=MISSING_GENERATOR)
         split = await self.splitter.split(record, run_id)
         split_calls = [split.call_id] if split.call_id else []
         if split.error is not None:
             decision = Decision(split.claims[0], None, split.error)
             verdict = self.assembler.verdict(record, decision, split_calls)
             return JudgedAnswer(
-                record, "judged", split.claims, [verdict], answer_status(split.claims)
+                record, "judged", split.claims, self._flag_models([verdict]),
+                answer_status(split.claims),
             )
         decisions = await self.strategy.decide(record, split.claims, run_id)
         verdicts = [self.assembler.verdict(record, d, split_calls) for d in decisions]
-        return JudgedAnswer(record, "judged", split.claims, verdicts, answer_status(split.claims))
+        return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
+                            answer_status(split.claims), skipped=split.skipped)
+
+    def failed(self, record: AnswerRecord, error: str) -> JudgedAnswer:
+        """The answer as one ``judge_error`` claim: what an unexpected failure while judging
+        it leaves (the batch goes on; a person looks)."""
+        claim = unsplit_claim(record)
+        verdict = self.assembler.verdict(record, Decision(claim, None, error))
+        return JudgedAnswer(record, "judged", [claim], [verdict], answer_status([claim]))
+
+    def _flag_models(self, verdicts: list[Verdict]) -> list[Verdict]:
+        """A verdict resting on a call the provider answered as another model than the pinned
+        one goes to review (``model_mismatch``): it is not the pinned judge's verdict."""
+        for verdict in verdicts:
+            others = self.client.answered_by_other(verdict.call_ids)
+            if others and "model_mismatch" not in verdict.review_reasons:
+                verdict.review_reasons.append("model_mismatch")
+                verdict.review = True
+        return verdicts
+
+
+#: Why an answer without a generator is refused when ``require_generator`` is set.
+MISSING_GENERATOR = (
+    "no generator named: require_generator is set, and without the generating model "
+    "self-grading cannot be ruled out; give the answer's 'generator'"
+)

@@ -55,7 +55,9 @@ class Claim(BaseModel):
     index: int
     text: str
     citations: list[Citation] = Field(default_factory=list)
-    origin: Literal["given", "split", "unsplit"] = "split"
+    #: ``uncovered``: a sentence the split neither claimed nor skipped for an accepted reason,
+    #: judged as it stands (flagged for review)
+    origin: Literal["given", "split", "unsplit", "uncovered"] = "split"
     is_abstention: bool = False
 
 

@@ -68,10 +68,19 @@ def _frames(text: str) -> list[str]:
     return re.findall(r"<<DATA-[0-9a-f]{16}[^\n]*\n(.*?)\nDATA-[0-9a-f]{16}>>", text, re.S)
 
 
+def split_sentences_of(user: str) -> list[tuple[str, str]]:
+    """(number, text) of the answer sentences in a split prompt: one frame per sentence
+    (``split_claims`` v2: header ``sentence=N``) or ``Sentence N: …`` lines (v1)."""
+    framed = re.findall(r"<<(DATA-[0-9a-f]{16}) sentence=(\d+)\n(.*?)\n\1>>", user, re.S)
+    if framed:
+        return [(n, t) for _, n, t in framed]
+    return re.findall(r"^Sentence (\d+): (.*)$", user, re.M)
+
+
 def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
     user = messages[-1]["content"]
     if "Split" in schema:
-        sentences = re.findall(r"^Sentence (\d+): (.*)$", user, re.M)
+        sentences = split_sentences_of(user)
         claims = [
             {"sentence": int(n), "text": t.strip(),
              "kind": "abstention" if re.search(r"未提及|not covered", t) else "fact"}

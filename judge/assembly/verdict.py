@@ -79,6 +79,8 @@ class Assembler:
                 reasons.append(f"check:{check.name}")
         if not claim.citations and not claim.is_abstention:
             reasons.append("missing_citation")
+        if claim.origin == "uncovered":  # the split left this sentence out
+            reasons.append("uncovered_sentence")
         strength = evidence_strength(claim.text, evidence, checks, record)
         if label == Label.SUPPORTED and strength < self.config.review_strength_below:
             reasons.append("weak_evidence")

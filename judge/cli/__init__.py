@@ -11,7 +11,35 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperOption
+from typer.core import TyperGroup, TyperOption
+
+try:  # typer vendors its own click (typer._click) since 0.2x
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - an older typer uses click itself
+    from click import UsageError  # type: ignore[assignment,no-redef]
+
+#: Exit code of a usage error (a wrong option, a missing argument): ``EX_USAGE`` of
+#: sysexits.h, distinct from 2 (``judge run``: some lines were rejected).
+EXIT_USAGE = 64
+
+
+class JudgeGroup(TyperGroup):
+    """The command group: usage errors exit with :data:`EXIT_USAGE` instead of click's 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as exc:
+            exc.exit_code = EXIT_USAGE
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            exc.exit_code = EXIT_USAGE
+            raise
+
 
 app = typer.Typer(
     name="judge",
@@ -19,6 +47,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=JudgeGroup,
 )
 
 _show_type = TyperOption.display_type_rich

@@ -124,6 +124,8 @@ def calibrate(
         result = api.calibrate(gold, db=store, judge_version=judge_version)
     except (EvaluationError, GoldRejected) as exc:
         fail(escape(str(exc)))
+    except Exception as exc:  # a clear message, never a traceback
+        fail(f"cannot calibrate: {type(exc).__name__}: {escape(str(exc))}")
     _emit(result, as_json, html, thresholds)
 
 
@@ -161,6 +163,10 @@ def eval_gold(
             result = api.eval_gold(gold, config=cfg, db=store, limit=limit, progress=progress)
         except (EvaluationError, GoldRejected, api.RecordsError) as exc:
             fail(escape(str(exc)))
+        except api.RunStopped as exc:
+            fail(f"run stopped: {escape(str(exc))}; the same command resumes", code=4)
+        except Exception as exc:  # a clear message, never a traceback
+            fail(f"{type(exc).__name__}: {escape(str(exc))}")
     assert result.summary is not None
     for rej in result.summary.rejected_lines:
         console.print(f"[yellow]record {rej['line']} rejected:[/] {escape(rej['error'])}")
@@ -183,14 +189,17 @@ def gold_check(
     Items labelled by a model are refused. Exit code 1 when any file has an invalid or
     refused item.
     """
-    from judge.evaluation.gold import read_gold
+    from judge.evaluation.gold import read_gold  # scipy: imported when a command needs it
 
     results = []
     bad = False
     for path in files:
         if not path.exists():
             fail(f"gold file {path} does not exist")
-        gold = read_gold(path)
+        try:
+            gold = read_gold(path)
+        except OSError as exc:
+            fail(f"cannot read gold file {escape(str(path))}: {escape(str(exc))}")
         bad = bad or not gold.ok
         results.append((gold, gold.summary()))
     if as_json:

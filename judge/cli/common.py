@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -26,6 +27,29 @@ DB_OPTION = typer.Option(
 EXISTING_DB_OPTION = typer.Option(
     Path("judge.db"), "--db", help="SQLite store file.", envvar="CLAIM_JUDGE_DB"
 )
+
+
+#: Terminal escape sequences (CSI, OSC, other ESC sequences) and control characters other
+#: than newline and tab; bidirectional overrides are shown as their code points.
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: object) -> str:
+    """Untrusted text made safe for a terminal: escape sequences and control characters
+    removed, bidirectional overrides shown as ``<U+202E>``."""
+    out = _ESCAPES.sub("", str(text))
+    return _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", out)
+
+
+def safe(text: object) -> str:
+    """Untrusted text for a rich console: :func:`clean`, and rich markup escaped."""
+    from rich.markup import escape
+
+    return escape(clean(text))
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

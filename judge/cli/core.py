@@ -22,6 +22,7 @@ from judge.cli.common import (
     out,
     print_json,
     progress_bar,
+    safe,
 )
 from judge.runs.summary import RunSummary
 
@@ -38,12 +39,26 @@ def run(
         None, "--config", "-c", help="Judge config (TOML); default ./judge.toml if present."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
     concurrency: int | None = typer.Option(None, "--concurrency", "-j", min=1, max=64),
+    retry_errors: bool = typer.Option(
+        False, "--retry-errors", help="Judge again the stored answers of this judge version "
+        "whose verdicts include a judge_error (e.g. after an outage); the calls behind the "
+        "errors are made again, earlier calls and verdicts stay on record."),
+    max_calls: int | None = typer.Option(
+        None, "--max-calls", min=0, help="Stop after this many model calls (stored calls are "
+        "free)."),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=0, help="Stop after this many prompt + completion tokens."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0.0, help="Stop after this cost in USD (litellm's prices)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object at the end."),
 ) -> None:
     """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
 
-    Exit code 0 when every line was accepted, 2 when some lines were rejected (the rest
-    are still judged), 1 on a fatal error.
+    Exit codes: 0 clean; 2 some lines were rejected (the rest was judged); 3 some claims
+    are judge_error (they are queued for review; --retry-errors judges them again); 4 the
+    run stopped (the provider failed breaker_after calls in a row, or a --max-* budget was
+    spent: what finished is stored, the same command resumes); 64 usage error; 1 any other
+    fatal error. When several apply, the highest of 4, 3, 2 wins.
     """
     from judge import api
 
@@ -51,17 +66,23 @@ def run(
         fail(f"input file {input} does not exist")
     cfg = load_config(config, model=model, concurrency=concurrency)
     store = open_store(db)
+    # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
     source = sys.stdin.buffer if str(input) == "-" else input
+    stopped: api.RunStopped | None = None
     with progress_bar("judging", quiet=as_json) as progress:
         try:
-            results = api.judge_file(source, config=cfg, db=store, progress=progress)
+            results = api.judge_file(
+                source, config=cfg, db=store, progress=progress, retry_errors=retry_errors,
+                max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost)
+        except api.RunStopped as exc:
+            stopped, results = exc, exc.results
         except KeyboardInterrupt:
             fail("interrupted; run the same command again to resume", code=130)
         except Exception as exc:
-            fail(f"{type(exc).__name__}: {escape(str(exc))}")
+            fail(f"{type(exc).__name__}: {safe(exc)}")
     summary = results.summary
     for rej in summary.rejected_lines:
-        console.print(f"[yellow]line {rej['line']} rejected:[/] {escape(rej['error'])}")
+        console.print(f"[yellow]line {rej['line']} rejected:[/] {safe(rej['error'])}")
     if as_json:
         print_json(summary.as_dict())
     else:
@@ -73,7 +94,17 @@ def run(
         console.print(
             f"[yellow]{len(summary.rejected_lines)} line(s) rejected[/]; the rest was judged"
         )
-        raise typer.Exit(2)
+    if summary.judge_errors and not stopped:
+        console.print(
+            f"[magenta]{summary.judge_errors} claim(s) are judge_error[/] (queued for review); "
+            f"`judge run {escape(str(input))} --db {escape(str(db))} --retry-errors` judges "
+            "them again"
+        )
+    if stopped is not None:
+        console.print(f"[bold red]run stopped:[/] {safe(summary.stopped)}; "
+                      f"{summary.pending} answer(s) left for the resume")
+    if summary.exit_code:
+        raise typer.Exit(summary.exit_code)
 
 
 def print_summary(s: RunSummary) -> None:
@@ -93,14 +124,20 @@ def print_summary(s: RunSummary) -> None:
         ("judge errors", str(s.judge_errors)),
         ("refused answers (self-grading)", str(len(s.refused_answers))),
         ("rejected lines", str(len(s.rejected_lines))),
-        ("model calls", f"{s.model_calls} made, {s.cached_calls} served from store"),
+        ("missing generator", str(s.missing_generator)),
+        ("model calls", f"{s.model_calls} made ({s.attempts} HTTP attempts, {s.failed_calls} "
+                        f"failed), {s.cached_calls} served from store, {s.merged_calls} merged"),
         ("tokens", f"{s.prompt_tokens} prompt, {s.completion_tokens} completion"),
         ("wall time", f"{s.wall_seconds:.1f} s"),
     ]
+    if s.retried_answers:
+        rows.append(("answers retried", str(s.retried_answers)))
     if s.model_mismatch:
         rows.append(("[yellow]model answered as[/]", ", ".join(s.model_mismatch)))
+    if s.stopped:
+        rows.append(("[red]stopped[/]", f"{s.stopped} ({s.pending} answers pending)"))
     for key, value in rows:
-        table.add_row(key, escape(value))
+        table.add_row(key, safe(value))
     out.print(table)
 
 
@@ -125,72 +162,78 @@ def show(
         claim_id, answer_id = answer_id, claim["answer_id"]
         answer = store.answer(answer_id)
     if answer is None:
-        fail(f"no answer or claim {answer_id!r} in {db}")
+        fail(f"no answer or claim {safe(repr(answer_id))} in {safe(db)}")
     rows = [r for r in store.verdict_rows(answer_id=answer_id, judge_version=judge_version)
             if claim_id is None or r["claim_id"] == claim_id]
     refused = store.refused_reason(answer_id)
-    if as_json:
+    skipped = store.split_skips(answer_id, judge_version)
+    if as_json:  # JSON escapes control characters itself
         print_json(
             {
                 "answer": {k: answer[k] for k in ("id", "question", "answer", "generator")},
                 "refused": refused,
                 "claims": rows,
+                "skipped_sentences": skipped,
             }
         )
         return
-    out.print(f"[bold]{escape(answer_id)}[/]  generator: {escape(answer['generator'] or '-')}")
+    out.print(f"[bold]{safe(answer_id)}[/]  generator: {safe(answer['generator'] or '-')}")
     if answer["question"]:
-        out.print(f"[dim]Q:[/] {escape(answer['question'])}")
-    out.print(f"[dim]A:[/] {escape(answer['answer'])}\n")
+        out.print(f"[dim]Q:[/] {safe(answer['question'])}")
+    out.print(f"[dim]A:[/] {safe(answer['answer'])}\n")
     if refused:
-        out.print(f"[red]refused:[/] {escape(refused)}")
+        out.print(f"[red]refused:[/] {safe(refused)}")
     statuses = store.answer_statuses(answer_id)
     if statuses:
         expected = answer["expected_status"]
         mismatch = expected and expected not in statuses
         out.print(
             f"status: {', '.join(sorted(statuses))}"
-            + (f"  [yellow](expected {expected})[/]" if mismatch else "")
+            + (f"  [yellow](expected {safe(expected)})[/]" if mismatch else "")
             + "\n"
         )
+    for skip in skipped:
+        out.print(f"[dim]not a claim ({safe(skip['reason'])}):[/] {safe(skip['text'])}")
+    if skipped:
+        out.print()
     for row in rows:
         colour = {"supported": "green", "judge_error": "magenta"}.get(row["label"], "red")
         flag = "[bold yellow]REVIEW[/] " if row["review"] else ""
         out.print(
-            f"{flag}[{colour}]{row['label']}[/]"
-            f"{' / ' + row['subtype'] if row['subtype'] else ''}  "
+            f"{flag}[{colour}]{safe(row['label'])}[/]"
+            f"{' / ' + safe(row['subtype']) if row['subtype'] else ''}  "
             f"support {'—' if row['support'] is None else format(row['support'], '.2f')}  "
-            f"evidence coverage {row['strength']:.2f}  [dim]{row['judge_version']}[/]"
+            f"evidence coverage {row['strength']:.2f}  [dim]{safe(row['judge_version'])}[/]"
         )
-        out.print(f"  claim id: {escape(row['claim_id'])}")
-        out.print(f"  claim: {escape(row['claim'])}")
+        out.print(f"  claim id: {safe(row['claim_id'])}")
+        out.print(f"  claim: {safe(row['claim'])}")
         cites = (
             ", ".join(
                 c["source"] + (f" {c['path']}" if c.get("path") else "") for c in row["citations"]
             )
             or "none"
         )
-        out.print(f"  cites: {escape(cites)}")
+        out.print(f"  cites: {safe(cites)}")
         for ev in row["evidence"]:
             mark = "found" if ev.get("found") else "[red]NOT FOUND[/]"
             out.print(
-                f"  evidence [{escape(ev['source_id'])}] {mark}: "
-                f"{escape(repr(ev.get('quote') or ev.get('path')))}"
+                f"  evidence \\[{safe(ev['source_id'])}] {mark}: "
+                f"{safe(repr(ev.get('quote') or ev.get('path')))}"
             )
         if row["rationale"]:
-            out.print(f"  rationale: {escape(row['rationale'])}")
+            out.print(f"  rationale: {safe(row['rationale'])}")
         for check in row["checks"]:
             if check["outcome"] != "skip":
                 style = "red" if check["outcome"] == "fail" else "dim"
                 detail = json.dumps(check["detail"], ensure_ascii=False)[:160]
                 out.print(
-                    f"  [{style}]check {check['name']} {check['target']}: "
-                    f"{check['outcome']}[/] {escape(detail)}"
+                    f"  [{style}]check {safe(check['name'])} {safe(check['target'])}: "
+                    f"{safe(check['outcome'])}[/] {safe(detail)}"
                 )
         if row["error"]:
-            out.print(f"  [magenta]error:[/] {escape(row['error'][:500])}")
+            out.print(f"  [magenta]error:[/] {safe(row['error'][:500])}")
         if row["review_reasons"]:
-            out.print(f"  review: {escape(', '.join(row['review_reasons']))}")
+            out.print(f"  review: {safe(', '.join(row['review_reasons']))}")
         out.print()
 
 

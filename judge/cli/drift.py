@@ -60,6 +60,8 @@ def drift(
             data = result.to_dict(thresholds)
         except (EvaluationError, GoldRejected, api.RecordsError, ValueError) as exc:
             fail(escape(str(exc)))
+        except api.RunStopped as exc:
+            fail(f"run stopped: {escape(str(exc))}; the same command resumes", code=4)
     if as_json:
         print_json(data)
     else:

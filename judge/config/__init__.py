@@ -61,7 +61,7 @@ class JudgeConfig(BaseModel):
     seed: int = 0
     max_tokens: int = Field(default=1024, ge=16, le=32768)
     prompts: dict[str, str] = Field(
-        default_factory=lambda: {"split_claims": "v1", "verify_claims": "v1"}
+        default_factory=lambda: {"split_claims": "v2", "verify_claims": "v1"}
     )
     schema_version: str = SCHEMA_VERSION
     #: "batch": the model labels several claims per call against whole sources and quotes
@@ -98,7 +98,11 @@ class JudgeConfig(BaseModel):
     #: the signal overrides (the signals become its features).
     score_model: ScoreModel | None = None
     verify_batch_size: int = Field(default=4, ge=1, le=50)
+    #: the most claims one answer may have, split or given (more: a ``judge_error``)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
+    #: refuse to judge an answer that names no ``generator`` (then self-grading cannot be
+    #: ruled out); false: such answers are judged and counted in the run summary
+    require_generator: bool = False
     # Operational: not part of the judge version.
     #: the provider's endpoint (an OpenAI-compatible server, a proxy); None: litellm's default
     #: for the model's provider (and its environment variables, e.g. ``OPENAI_API_BASE``)
@@ -137,6 +141,7 @@ class JudgeConfig(BaseModel):
         "score_model",
         "verify_batch_size",
         "max_claims_per_answer",
+        "require_generator",
     )
     #: Fields added after the first judge versions were published, with the value that
     #: reproduces the behaviour from before they existed. At that value a field is left out
@@ -150,6 +155,7 @@ class JudgeConfig(BaseModel):
         "abstention_covered_min": 0.6,
         "abstention_silent_max": 0.3,
         "score_model": None,
+        "require_generator": False,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = (

@@ -27,12 +27,15 @@ class BatchStrategy(StrategyBase):
             for number, claim in enumerate(batch, start=1):
                 j = judgements.get(number)
                 err = error if error else (None if j else f"no judgement for claim {number}")
+                if not error and number in judgements and j is None:
+                    err = (f"the model gave more than one judgement for claim {number} "
+                           "(conflicting or duplicate): fail closed")
                 decisions.append(Decision(claim, j, err, list(calls)))
         return decisions
 
     async def _batch(
         self, record: AnswerRecord, batch: list[Claim], run_id: str | None
-    ) -> tuple[dict[int, ClaimJudgement], str | None, str | None]:
+    ) -> tuple[dict[int, ClaimJudgement | None], str | None, str | None]:
         prompt = render(
             "verify_claims",
             self.config.prompts["verify_claims"],
@@ -56,7 +59,7 @@ class BatchStrategy(StrategyBase):
             out, call = await self.client.structured(prompt, VerifyOutput, "verify", run_id)
         except CallFailed as exc:
             return {}, f"verify failed: {exc}", exc.call_id
-        by_number: dict[int, ClaimJudgement] = {}
-        for j in out.judgements:
-            by_number.setdefault(j.claim, j)  # first judgement of a number wins
+        by_number: dict[int, ClaimJudgement | None] = {}
+        for j in out.judgements:  # a number judged twice: None (no judgement wins)
+            by_number[j.claim] = None if j.claim in by_number else j
         return by_number, None, call

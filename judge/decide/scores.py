@@ -12,6 +12,7 @@ per-label bias (``label_bias``) and taking the best. The resulting probability o
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from judge.decide import Decision, PerClaim
@@ -54,6 +55,9 @@ class ScoresStrategy(PerClaim):
                 f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
                 f"opinion wording {int(values['opinion'])})"
             )
+        if not all(math.isfinite(v) for v in [*scores.values(), *probs.values()]):
+            return Decision(claim, None, f"score is not a number ({version}): {describe(probs)}; "
+                            "fail closed", [call])
         judgement = ClaimJudgement(
             claim=1,
             label=label,  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from calibration.labels import one_of
 from judge.records.jsonl import explain, iter_lines
 from judge.records.models import MAX_ANSWER_CHARS, MAX_LINE_BYTES, MAX_SOURCE_CHARS
+from judge.records.strictjson import JSONLimitError, loads
 from judge.review.reviews import HUMAN_PREFIX, REVIEW_SUBTYPES, is_human
 from judge.verdicts import ALL_SUBTYPES, LABELS, Label
 
@@ -366,11 +367,13 @@ def parse_gold_line(raw: bytes, line: int) -> tuple[GoldItem | None, list[GoldPr
         return None, [GoldProblem(line, "error", f"line is {len(raw)} bytes; the limit is "
                                                  f"{MAX_LINE_BYTES}")]
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except UnicodeDecodeError as exc:
         return None, [GoldProblem(line, "error", f"not valid UTF-8 (byte {exc.start})")]
-    except json.JSONDecodeError as exc:
-        return None, [GoldProblem(line, "error", f"invalid JSON at column {exc.colno}: {exc.msg}")]
+    except JSONLimitError as exc:
+        return None, [GoldProblem(line, "error", str(exc))]
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, [GoldProblem(line, "error", f"cannot read the line: {type(exc).__name__}")]
     if not isinstance(data, dict):
         return None, [GoldProblem(line, "error",
                                   f"expected a JSON object, got {type(data).__name__}")]
@@ -417,7 +420,11 @@ def read_gold(path: Path) -> GoldFile:
     seen: dict[str, int] = {}
     for line, raw in iter_lines(path):
         gold.lines += 1
-        item, problems = parse_gold_line(raw, line)
+        try:
+            item, problems = parse_gold_line(raw, line)
+        except Exception as exc:  # one line never stops the file: it is that line's error
+            item, problems = None, [GoldProblem(
+                line, "error", f"cannot read the line: {type(exc).__name__}: {exc}"[:500])]
         gold.problems += problems
         if item is None:
             continue

@@ -81,4 +81,10 @@ def stored_scores(
         return None
     if not isinstance(scores, dict) or set(scores) != set(options.values()):
         return None
-    return {k: float(v) for k, v in scores.items()}
+    try:
+        values = {k: float(v) for k, v in scores.items()}
+    except (TypeError, ValueError):
+        return None
+    if not all(math.isfinite(v) and v <= 1e-6 for v in values.values()):
+        return None  # an impossible stored score is never served: the call is made again
+    return values

@@ -17,6 +17,10 @@ Every HTTP attempt is recorded (status, latency, error) and counted. After
 nothing of the unfinished answer is stored, and running the same command again resumes.
 
 Identical calls in flight at the same time are made once (the others wait for its answer).
+Once a run is stopped, every later call of the client raises :class:`RunStopped` at once.
+Calls named in ``refresh`` (``judge run --retry-errors``: the calls behind stored
+``judge_error`` verdicts) are made again even when their stored output parses; the stored row
+they replace is kept by the store.
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ from typing import Any, TypeVar  # noqa: E402
 
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
-from judge.config import JudgeConfig, short_model_name  # noqa: E402
+from judge.config import JudgeConfig  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
 from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
+from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.store import Store, now  # noqa: E402
 
@@ -62,7 +67,14 @@ class ReplayMiss(RuntimeError):
 
 class RunStopped(RuntimeError):
     """The run must stop now (the provider keeps failing, or a budget is spent). Raised out of
-    the pipeline, never turned into a verdict: what was not finished is judged on resume."""
+    the pipeline, never turned into a verdict: what was not finished is judged on resume.
+    ``summary`` is the stopped run's summary and ``results`` what finished, once the runner
+    has recorded them (:func:`judge.judge_answers` raises it so)."""
+
+    def __init__(self, message: str, summary: Any = None, results: Any = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.results = results
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,12 @@ class ModelClient:
         self.replay = replay
         self.limits = limits or Limits()
         self.stats = CallStats()
+        #: why the run stopped (every later call raises RunStopped), None while it runs
+        self.stopped: str | None = None
+        #: call ids to make again although their stored output parses (--retry-errors)
+        self.refresh: set[str] = set()
+        #: call id -> the model the provider said answered it (calls made or served here)
+        self.answered_as: dict[str, str] = {}
         self._semaphore = asyncio.Semaphore(config.concurrency)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._consecutive_failures = 0
@@ -196,10 +214,12 @@ class ModelClient:
         schema = response_schema(response_model)
         call_id = self.call_id(prompt, schema)
         stored = self.store.get_call(call_id) if self.store else None
-        if stored and stored["error"] is None and stored["raw_output"] is not None:
+        if (stored and stored["error"] is None and stored["raw_output"] is not None
+                and call_id not in self.refresh):
             try:
                 parsed = response_model.model_validate_json(stored["raw_output"])
                 self.stats.cached += 1
+                self._note_model(call_id, stored.get("model_answered"))
                 return parsed, call_id
             except ValidationError:
                 log.warning("stored output of %s no longer parses; calling again", call_id)
@@ -218,6 +238,9 @@ class ModelClient:
             import litellm
 
             litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+            # instructor logs each failed try as an error; every try is recorded here instead
+            # (call_attempts), so its log would only repeat it on stderr
+            logging.getLogger("instructor").setLevel(logging.CRITICAL)
             # async_client=True is what instructor detects at run time for acompletion; said
             # explicitly so the type checker picks the AsyncInstructor overload.
             self._instructor = instructor.from_litellm(
@@ -294,9 +317,10 @@ class ModelClient:
         schema = {"choice": options, "top_logprobs": CHOICE_TOP_LOGPROBS}
         call_id = self._call_id(prompt, schema, self.choice_params())
         stored = self.store.get_call(call_id) if self.store else None
-        scores = stored_scores(stored, options)
+        scores = None if call_id in self.refresh else stored_scores(stored, options)
         if scores is not None:
             self.stats.cached += 1
+            self._note_model(call_id, stored.get("model_answered") if stored else None)
             return scores, call_id
         if self.replay:
             if stored and stored["error"]:
@@ -375,6 +399,7 @@ class ModelClient:
             async with self._semaphore:
                 self._check_limits()
                 result = await make()
+                self.refresh.discard(call_id)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: waiters re-raise it, no "never retrieved" warning
@@ -385,7 +410,13 @@ class ModelClient:
         finally:
             del self._inflight[call_id]
 
+    def _stop(self, reason: str) -> RunStopped:
+        self.stopped = self.stopped or reason
+        return RunStopped(self.stopped)
+
     def _check_limits(self) -> None:
+        if self.stopped:
+            raise RunStopped(self.stopped)
         limits, stats = self.limits, self.stats
         spent = []
         if limits.max_calls is not None and stats.made >= limits.max_calls:
@@ -396,7 +427,8 @@ class ModelClient:
         if limits.max_cost is not None and stats.cost >= limits.max_cost:
             spent.append(f"${stats.cost:.4f} (--max-cost {limits.max_cost})")
         if spent:
-            raise RunStopped("budget spent: " + ", ".join(spent))
+            raise self._stop("budget spent: " + ", ".join(spent) + "; what finished is stored, "
+                             "and running the same command again resumes")
 
     async def _retrying(self, call: Callable[[], Awaitable[R]]) -> tuple[R | None, str | None]:
         """(result, None) or (None, error): transient provider errors are tried again after
@@ -425,7 +457,7 @@ class ModelClient:
         if self.store:
             self.store.save_call(row, attempts.rows)
         if self._consecutive_failures >= self.config.breaker_after:
-            raise RunStopped(
+            raise self._stop(
                 f"the provider failed {self._consecutive_failures} calls in a row (last: "
                 f"{row.get('error')}); stopped so as not to turn a whole batch into judge "
                 "errors. Run the same command again to resume when it is back."
@@ -468,10 +500,20 @@ class ModelClient:
         self.stats.prompt_tokens += row.get("prompt_tokens") or 0
         self.stats.completion_tokens += row.get("completion_tokens") or 0
         self.stats.cost += row.get("cost") or 0.0
-        answered = row.get("model_answered")
-        if answered and short_model_name(answered) != short_model_name(self.config.model):
+        self._note_model(row["id"], row.get("model_answered"))
+
+    def _note_model(self, call_id: str, answered: str | None) -> None:
+        if not answered:
+            return
+        self.answered_as[call_id] = answered
+        if not same_model(answered, self.config.model):
             if answered not in self.stats.model_mismatch:
                 log.warning(
                     "provider answered with model %r, pinned %r", answered, self.config.model
                 )
             self.stats.model_mismatch.add(answered)
+
+    def answered_by_other(self, call_ids: list[str]) -> list[str]:
+        """The models other than the pinned one that answered any of these calls."""
+        return sorted({self.answered_as[c] for c in call_ids if c in self.answered_as
+                       and not same_model(self.answered_as[c], self.config.model)})

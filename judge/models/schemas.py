@@ -38,6 +38,23 @@ class SplitOutput(BaseModel):
     claims: list[SplitClaim]
 
 
+#: Why a sentence holds no claim (``split_claims`` v2 and later).
+SkipReason = Literal["greeting", "question", "advice", "filler"]
+
+
+class SkippedSentence(BaseModel):
+    sentence: int = Field(description="number of the answer sentence that holds no claim")
+    reason: SkipReason
+
+
+class SplitOutputV2(BaseModel):
+    """``split_claims`` v2: every sentence is accounted for, by claims or by a reason. A
+    sentence left out of both is judged as it stands (the program checks coverage)."""
+
+    claims: list[SplitClaim]
+    skipped: list[SkippedSentence] = Field(default_factory=list)
+
+
 class EvidenceQuote(BaseModel):
     source_id: str
     quote: str = Field(description="verbatim span copied from that source")

@@ -5,7 +5,6 @@ its number and reason, and skipped."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 
 from judge.records.models import MAX_LINE_BYTES, AnswerRecord
+from judge.records.strictjson import JSONLimitError, check_value, loads
 
 
 @dataclass(frozen=True)
@@ -49,23 +49,31 @@ def validate_record(data: Any, line_no: int) -> AcceptedLine | RejectedLine:
     if not isinstance(data, dict):
         return RejectedLine(line_no, f"expected a JSON object, got {type(data).__name__}")
     try:
+        check_value(data, "record")  # what the JSONL reader checks, for records in memory
         return AcceptedLine(line_no, AnswerRecord.model_validate(data))
+    except JSONLimitError as exc:
+        return RejectedLine(line_no, str(exc))
     except ValidationError as exc:
         return RejectedLine(line_no, explain(exc))
+    except (ValueError, TypeError, RecursionError) as exc:  # a value no validator foresaw
+        return RejectedLine(line_no, f"invalid record: {type(exc).__name__}: {exc}"[:500])
 
 
 def parse_line(raw: bytes, line_no: int) -> AcceptedLine | RejectedLine:
-    """Parse one JSONL line; never raises for bad input."""
+    """Parse one JSONL line under the limits of :mod:`judge.records.strictjson` (checked
+    before anything else); never raises for bad input."""
     if len(raw) > MAX_LINE_BYTES:
         return RejectedLine(line_no, f"line is {len(raw)} bytes; the limit is {MAX_LINE_BYTES}")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         return RejectedLine(line_no, f"not valid UTF-8 (byte {exc.start}): {exc.reason}")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return RejectedLine(line_no, f"invalid JSON at column {exc.colno}: {exc.msg}")
+        data = loads(text)
+    except JSONLimitError as exc:
+        return RejectedLine(line_no, str(exc))
+    except (ValueError, RecursionError, MemoryError) as exc:  # never one line for the batch
+        return RejectedLine(line_no, f"cannot read the line: {type(exc).__name__}")
     return validate_record(data, line_no)
 
 

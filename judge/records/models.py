@@ -4,11 +4,13 @@ one bad record from exhausting memory or the model's context. Imports only :mod:
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judge.hashing import content_hash
+from judge.records.strictjson import JSONLimitError, check_value
 
 # Deliberate bounds: generous for real RAG answers, small enough that one bad line
 # cannot exhaust memory or the model's context.
@@ -19,6 +21,29 @@ MAX_SOURCES = 200
 MAX_CLAIMS = 500
 MAX_ID_CHARS = 200
 
+#: Letters that render as nothing (Hangul fillers, the braille blank): text made only of
+#: these, whitespace and format characters (zero-width spaces, joiners, BOMs) is blank.
+_INVISIBLE = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` shows nothing: whitespace, zero-width and other format or control
+    characters only."""
+    return all(
+        ch.isspace() or ch in _INVISIBLE or unicodedata.category(ch) in ("Cf", "Cc", "Zs")
+        for ch in text
+    )
+
+
+def _check_id(value: str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if is_blank(value):
+        raise ValueError(f"{what} is empty or invisible (whitespace / zero-width characters)")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise ValueError(f"{what} contains control characters")
+    return value
+
 
 class Citation(BaseModel):
     """A pointer from a claim to evidence: a source id, optionally a quote or a JSON path."""
@@ -28,6 +53,11 @@ class Citation(BaseModel):
     source: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     quote: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
     path: str | None = Field(default=None, max_length=1000)
+
+    @field_validator("source")
+    @classmethod
+    def _visible_source(cls, value: str) -> str:
+        return _check_id(value, "citation source") or value
 
 
 def _coerce_citation(value: Any) -> Any:
@@ -46,12 +76,23 @@ class Source(BaseModel):
     version: str | None = Field(default=None, max_length=200)
     effective_date: str | None = Field(default=None, max_length=50)
 
+    @field_validator("id")
+    @classmethod
+    def _visible_id(cls, value: str) -> str:
+        return _check_id(value, "source id") or value
+
     @model_validator(mode="after")
     def _text_or_json(self) -> Source:
         if (self.text is None) == (self.json_doc is None):
             raise ValueError(f"source {self.id!r} needs exactly one of 'text' or 'json'")
-        if self.json_doc is not None and len(json.dumps(self.json_doc)) > MAX_SOURCE_CHARS:
-            raise ValueError(f"source {self.id!r}: json document exceeds {MAX_SOURCE_CHARS} chars")
+        if self.json_doc is not None:
+            try:  # what the JSONL reader checks before parsing, for values built in memory
+                check_value(self.json_doc, f"source {self.id!r}: json")
+            except JSONLimitError as exc:
+                raise ValueError(str(exc)) from None
+            if len(json.dumps(self.json_doc)) > MAX_SOURCE_CHARS:
+                raise ValueError(
+                    f"source {self.id!r}: json document exceeds {MAX_SOURCE_CHARS} chars")
         return self
 
     @property
@@ -83,8 +124,8 @@ class ClaimInput(BaseModel):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("claim text is empty")
+        if is_blank(value):
+            raise ValueError("claim text is empty or invisible (whitespace / zero-width)")
         return value
 
 
@@ -110,9 +151,21 @@ class AnswerRecord(BaseModel):
     @field_validator("answer")
     @classmethod
     def _answer_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("answer is empty")
+        if is_blank(value):
+            raise ValueError("answer is empty or invisible (whitespace / zero-width characters)")
         return value
+
+    @field_validator("id")
+    @classmethod
+    def _visible_id(cls, value: str | None) -> str | None:
+        return _check_id(value, "id")
+
+    @field_validator("generator")
+    @classmethod
+    def _generator(cls, value: str | None) -> str | None:
+        """An empty or invisible generator is a missing one (counted, see
+        ``require_generator``), never a name that matches no model."""
+        return None if value is None or is_blank(value) else value
 
     @model_validator(mode="after")
     def _ids(self) -> AnswerRecord:

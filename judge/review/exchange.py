@@ -9,12 +9,12 @@ every line first (errors carry line numbers) and stores nothing unless every lin
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge.records.strictjson import loads
 from judge.review.export import csv_lines
 from judge.review.queue import QueueError, blind_reasons, get_queue, queue_items
 from judge.review.reviews import (
@@ -141,9 +141,9 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                yield number, f"invalid JSON at column {exc.colno}: {exc.msg}"
+                obj = loads(raw)
+            except (ValueError, RecursionError) as exc:  # JSONLimitError says which limit
+                yield number, str(exc) or f"cannot read the line: {type(exc).__name__}"
                 continue
             yield number, obj if isinstance(obj, dict) else "expected a JSON object"
 

@@ -5,6 +5,16 @@ and each model call as soon as it returns, so a run killed at any moment and sta
 finishes without losing or duplicating a verdict, and re-running a finished batch with the
 same judge version makes zero model calls.
 
+Every record stands alone: a failure while checking, judging or storing one record becomes
+that record's rejection or a ``judge_error`` verdict, and the batch goes on. A run claims each
+answer before judging it (:mod:`judge.store.leases`), so concurrent runs on one store share
+the work, and an id stored with different content is rejected whichever run comes first.
+When the model client stops the run (the circuit breaker, a budget), answers in flight finish
+or are left for the resume, the run is recorded as ``stopped`` with what finished, and
+:attr:`RunSummary.stopped` says why. ``retry_errors`` judges again the answers whose stored
+verdicts of the same judge version include a ``judge_error`` (the calls behind those errors
+are made again; earlier calls and verdicts are kept as superseded).
+
 The input is a sequence of accepted and rejected lines (:mod:`judge.records.jsonl`), however
 it was read: a JSONL file, an HTTP body, or records built in memory.
 """
@@ -12,20 +22,24 @@ it was read: a JSONL file, an HTTP body, or records built in memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
-from judge.models.client import ModelClient
+from judge.models.client import Limits, ModelClient, RunStopped
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, RejectedLine
 from judge.runs.summary import RunSummary
-from judge.store import Store
+from judge.store import AnswerConflict, Store
+from judge.store.leases import LEASE_SECONDS, new_holder
 
 #: (answers done, answers to judge now)
 Progress = Callable[[int, int], None]
+#: How often a run looks again at answers another run holds.
+HELD_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -38,8 +52,9 @@ class BatchInput:
     sha256: str
 
 
-def build_pipeline(config: JudgeConfig, store: Store | None, replay: bool = False) -> Pipeline:
-    client = ModelClient(config, store, replay=replay)
+def build_pipeline(config: JudgeConfig, store: Store | None, replay: bool = False,
+                   limits: Limits | None = None) -> Pipeline:
+    client = ModelClient(config, store, replay=replay, limits=limits)
     pipeline = Pipeline(config, client)
     if store is not None:
         store.ensure_judge_version(
@@ -48,55 +63,180 @@ def build_pipeline(config: JudgeConfig, store: Store | None, replay: bool = Fals
     return pipeline
 
 
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:1000]
+
+
+class _Run:
+    """One invocation of a batch: the pipeline, the lease holder, what is left and why it
+    stopped."""
+
+    def __init__(self, store: Store, pipeline: Pipeline, run_id: str, retry_errors: bool,
+                 progress: Progress | None, lease_s: float) -> None:
+        self.store, self.pipeline, self.run_id = store, pipeline, run_id
+        self.version = pipeline.judge_version
+        self.retry_errors, self.progress, self.lease_s = retry_errors, progress, lease_s
+        self.holder = new_holder()
+        self.stopped: str | None = None
+        self.held: list[AcceptedLine] = []
+        self.done = self.total = self.judged_now = self.retried = 0
+        #: answers taken from the store: (answer id, judged or reproduced by this code)
+        self.from_store: list[tuple[str, bool]] = []
+
+    def step(self) -> None:
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, self.total)
+
+    def reject(self, line: int, error: str) -> None:
+        with contextlib.suppress(Exception):  # the store refuses: nothing more to record
+            self.store.add_rejected_line(self.run_id, line, error)
+
+    async def one(self, item: AcceptedLine, semaphore: asyncio.Semaphore) -> None:
+        async with semaphore:
+            if self.stopped:
+                return
+            record = item.record
+            try:
+                claim = self.store.claim_answer(self.run_id, self.holder, self.version, record,
+                                                redo_errors=self.retry_errors, ttl=self.lease_s)
+            except AnswerConflict as exc:
+                self.reject(item.line, str(exc))
+                self.step()
+                return
+            except Exception as exc:
+                self.reject(item.line, f"cannot claim the answer: {_why(exc)}")
+                self.step()
+                return
+            if claim == "held":
+                self.held.append(item)
+                return
+            if claim == "done":
+                self._link(item)
+                return
+            await self._judge(item)
+
+    async def _judge(self, item: AcceptedLine) -> None:
+        record, pipeline = item.record, self.pipeline
+        redo = self.store.answer_done(self.version, record.answer_id)
+        if redo:
+            pipeline.client.refresh |= self.store.error_calls(self.version, record.answer_id)
+        result: JudgedAnswer | None = None
+        try:
+            result = await pipeline.judge(record, self.run_id)
+        except RunStopped as exc:
+            self.stopped = self.stopped or str(exc)
+            self.store.release_leases(self.holder, record.answer_id)
+            return
+        except Exception as exc:  # fail closed: this answer is a judge_error, the batch goes on
+            error = f"unexpected error while judging: {_why(exc)}"
+        if result is None:
+            try:
+                result = pipeline.failed(record, error)
+            except Exception as exc:
+                self.reject(item.line, f"cannot judge the record: {_why(exc)}")
+                self.store.release_leases(self.holder, record.answer_id)
+                self.step()
+                return
+        self._persist(item, result, redo)
+        self.judged_now += 1
+        self.retried += int(redo)
+        self.step()
+
+    def _persist(self, item: AcceptedLine, result: JudgedAnswer, redo: bool) -> None:
+        try:
+            persist(self.store, self.run_id, item.line, self.version, result, redo=redo,
+                    holder=self.holder)
+            return
+        except AnswerConflict as exc:
+            self.reject(item.line, str(exc))
+        except Exception as exc:
+            try:  # what could not be stored becomes a judge_error, if that can be stored
+                failed = self.pipeline.failed(item.record, f"cannot store the result: {_why(exc)}")
+                persist(self.store, self.run_id, item.line, self.version, failed, redo=redo,
+                        holder=self.holder)
+                return
+            except Exception as again:
+                self.reject(item.line, f"cannot store the record: {_why(again)}")
+        self.store.release_leases(self.holder, item.record.answer_id)
+
+    def _link(self, item: AcceptedLine, counted: bool = True) -> None:
+        try:
+            known = self.store.link_answer(self.run_id, item.record.answer_id, item.line,
+                                           self.version)
+            self.from_store.append((item.record.answer_id, code_fingerprint() in known))
+        except Exception as exc:
+            self.reject(item.line, f"cannot take the answer from the store: {_why(exc)}")
+        if counted:
+            self.step()
+
+    async def heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            with contextlib.suppress(Exception):  # a busy store: again at the next beat
+                self.store.renew_leases(self.holder, self.lease_s)
+
+
 async def run_batch(
     batch: BatchInput,
     store: Store,
     config: JudgeConfig,
     progress: Progress | None = None,
     purpose: str = "run",
+    limits: Limits | None = None,
+    retry_errors: bool = False,
+    lease_s: float = LEASE_SECONDS,
 ) -> RunSummary:
     started = time.perf_counter()
-    pipeline = build_pipeline(config, store)
+    pipeline = build_pipeline(config, store, limits=limits)
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
         code=code_fingerprint(),
     )
+    run = _Run(store, pipeline, run_id, retry_errors, progress, lease_s)
     todo: list[AcceptedLine] = []
     for item in batch.items:
         if isinstance(item, RejectedLine):
-            store.add_rejected_line(run_id, item.line, item.error)
+            run.reject(item.line, item.error)
             continue
-        conflict = store.answer_conflict(item.record)
+        try:
+            conflict = store.answer_conflict(item.record)
+        except Exception as exc:
+            conflict = f"cannot check the record against the store: {_why(exc)}"
         if conflict:
-            store.add_rejected_line(run_id, item.line, conflict)
+            run.reject(item.line, conflict)
             continue
         summary.answers += 1
-        if store.answer_done(pipeline.judge_version, item.record.answer_id):
-            known = store.link_answer(
-                run_id, item.record.answer_id, item.line, pipeline.judge_version
-            )
-            summary.answers_from_store += 1
-            summary.answers_from_other_code += int(summary.code not in known)
+        summary.missing_generator += int(item.record.generator is None)
+        answer_id = item.record.answer_id
+        try:
+            done = store.answer_done(pipeline.judge_version, answer_id) and not (
+                retry_errors and store.has_judge_errors(pipeline.judge_version, answer_id))
+        except Exception:
+            done = False
+        if done:  # taken from the store at once; the rest is claimed before it is judged
+            run._link(item, counted=False)
         else:
             todo.append(item)
-    total = len(todo)
+    run.total = len(todo)
     if progress:
-        progress(0, total)
-    done = 0
+        progress(0, run.total)
     semaphore = asyncio.Semaphore(config.concurrency)
-
-    async def one(item: AcceptedLine) -> None:
-        nonlocal done
-        async with semaphore:
-            result = await pipeline.judge(item.record, run_id)
-        persist(store, run_id, item.line, pipeline.judge_version, result)
-        done += 1
-        if progress:
-            progress(done, total)
-
-    await asyncio.gather(*(one(item) for item in todo))
-    summary.answers_judged_now = total
+    beat = asyncio.ensure_future(run.heartbeat())
+    try:
+        await asyncio.gather(*(run.one(item, semaphore) for item in todo))
+        while run.held and not run.stopped:  # answers another live run is judging
+            await asyncio.sleep(HELD_POLL_S)
+            waiting, run.held = run.held, []
+            await asyncio.gather(*(run.one(item, semaphore) for item in waiting))
+    finally:
+        beat.cancel()
+        store.release_leases(run.holder)
+    summary.answers_judged_now = run.judged_now
+    summary.retried_answers = run.retried
+    summary.answers_from_store = len(run.from_store)
+    summary.answers_from_other_code = sum(1 for _, same in run.from_store if not same)
     _tally(store, summary)
     stats = pipeline.client.stats
     summary.model_calls, summary.cached_calls, summary.failed_calls = (
@@ -104,16 +244,22 @@ async def run_batch(
         stats.cached,
         stats.failed,
     )
+    summary.attempts, summary.merged_calls = stats.attempts, stats.merged
     summary.prompt_tokens, summary.completion_tokens = stats.prompt_tokens, stats.completion_tokens
     summary.cost = stats.cost
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
-    store.finish_run(run_id, summary.as_dict())
+    summary.stopped = run.stopped
+    if run.stopped:
+        summary.pending = sum(1 for item in todo if not store.answer_done(
+            pipeline.judge_version, item.record.answer_id))
+    store.finish_run(run_id, summary.as_dict(), status="stopped" if run.stopped else "finished")
     return summary
 
 
 def persist(
-    store: Store, run_id: str, line: int, judge_version: str, result: JudgedAnswer
+    store: Store, run_id: str, line: int, judge_version: str, result: JudgedAnswer,
+    redo: bool = False, holder: str | None = None,
 ) -> None:
     store.save_answer_result(
         run_id,
@@ -125,6 +271,9 @@ def persist(
         status=result.status,
         answer_status=result.answer_status,
         refused_reason=result.refused_reason,
+        skipped=result.skipped,
+        redo=redo,
+        holder=holder,
     )
 
 

@@ -26,15 +26,28 @@ class RunSummary:
     flagged: int = 0
     judge_errors: int = 0
     refused_answers: list[dict[str, str]] = field(default_factory=list)
+    #: answers that name no generator (self-grading cannot be ruled out for them; refused
+    #: when the config sets ``require_generator``)
+    missing_generator: int = 0
+    #: answers judged again by ``--retry-errors`` (their earlier verdicts had a judge_error)
+    retried_answers: int = 0
     rejected_lines: list[dict[str, Any]] = field(default_factory=list)
     model_calls: int = 0
     cached_calls: int = 0
     failed_calls: int = 0
+    #: HTTP requests sent (a retried or re-asked call counts each try)
+    attempts: int = 0
+    #: identical calls in flight at once, made once
+    merged_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
     wall_seconds: float = 0.0
     model_mismatch: list[str] = field(default_factory=list)
+    #: why the run stopped early (circuit breaker, budget); None when it ran to the end
+    stopped: str | None = None
+    #: answers of the input left unjudged by a stopped run (judged on resume)
+    pending: int = 0
 
     def stale_warning(self, db: Path | str | None) -> str | None:
         """What to say when answers from the store were judged by other code."""
@@ -63,13 +76,31 @@ class RunSummary:
             "flagged": self.flagged,
             "judge_errors": self.judge_errors,
             "refused_answers": self.refused_answers,
+            "missing_generator": self.missing_generator,
+            "retried_answers": self.retried_answers,
             "rejected_lines": self.rejected_lines,
             "model_calls": self.model_calls,
             "cached_calls": self.cached_calls,
             "failed_calls": self.failed_calls,
+            "attempts": self.attempts,
+            "merged_calls": self.merged_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost": round(self.cost, 6),
             "wall_seconds": round(self.wall_seconds, 2),
             "model_mismatch": self.model_mismatch,
+            "stopped": self.stopped,
+            "pending": self.pending,
         }
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for this run: 4 stopped (breaker or budget), 3 some claims
+        are judge_error, 2 some lines were rejected, 0 clean (the most serious wins)."""
+        if self.stopped:
+            return 4
+        if self.judge_errors:
+            return 3
+        if self.rejected_lines:
+            return 2
+        return 0

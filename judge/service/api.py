@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from judge.records import AnswerRecord
+from judge.records.strictjson import JSONLimitError, loads
 from judge.review.gold_export import gold_lines
 from judge.review.queue import (
     DEFAULT_PRIORITY,
     STRATA,
     QueueError,
     QueueOptions,
-    blind_reasons,
     build_queue,
     get_item,
     get_queue,
@@ -142,12 +142,16 @@ class QueueIn(Strict):
 
 
 def _judge_one(settings: ServiceSettings, store: Store, record: AnswerRecord) -> dict[str, Any]:
-    from judge.api import RecordsError, judge_answers
+    from judge.api import RecordsError, RunStopped, judge_answers
 
     try:
         results = judge_answers([record], config=settings.judge_config, db=store, purpose="api")
     except RecordsError as exc:
         raise HTTPException(409, exc.problems[0].reason) from exc
+    except RunStopped as exc:  # the provider keeps failing: nothing was stored as judged
+        raise HTTPException(503, f"the judge model is unavailable: {exc}") from exc
+    if results[0].status == "rejected":  # e.g. another run stored the id with other content
+        raise HTTPException(409, results[0].error or "the record was rejected")
     return _answer_verdicts(store, record.answer_id, results.summary.judge_version)
 
 
@@ -169,7 +173,18 @@ def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[
     }
 
 
-@router.post("/judge", tags=["judge"], summary="Judge one answer record synchronously")
+async def strict_json(request: Request, user: User) -> None:
+    """The body under the JSONL reader's limits: duplicate keys, NaN and oversized numbers,
+    which the framework's parser accepts, are refused with the reason (after authentication:
+    without a token the answer stays 401)."""
+    try:
+        loads((await request.body()).decode("utf-8"))
+    except (JSONLimitError, UnicodeDecodeError) as exc:
+        raise HTTPException(422, f"the body is not strict JSON: {exc}") from exc
+
+
+@router.post("/judge", tags=["judge"], summary="Judge one answer record synchronously",
+             dependencies=[Depends(strict_json)])
 def judge_answer(record: AnswerRecord, request: Request, user: User, store: Db) -> dict[str, Any]:
     """Runs the pipeline with the server's judge config and stores the result (admin)."""
     require_role(user, "admin")
@@ -240,25 +255,35 @@ def create_queue(body: QueueIn, user: User, store: Db) -> dict[str, Any]:
 
 
 @router.get("/queues", tags=["queue"], summary="List review queues")
-def list_queues(user: User, store: Db) -> list[dict[str, Any]]:
-    return [
-        {k: q[k] for k in ("id", "created_at", "run_ids", "seed", "sample_rate", "min_sample",
-                           "double_fraction", "strata", "items")}
-        for q in queues(store)
-    ]
+def list_queues(request: Request, user: User, store: Db) -> list[dict[str, Any]]:
+    """Blind unless the server runs with ``reveal_judge``: the strata sizes (how many claims
+    the judge passed or flagged) are left out."""
+    keys = ["id", "created_at", "run_ids", "seed", "sample_rate", "min_sample",
+            "double_fraction", "items"]
+    if settings_of(request).reveal_judge:
+        keys.append("strata")
+    return [{k: q[k] for k in keys} for q in queues(store)]
+
+
+#: What a blind queue listing shows of an item: nothing that tells the judge's label (no
+#: stratum, reasons, category, risk order, position or weight).
+BLIND_ITEM = ("item_id", "queue_id", "claim_id", "answer_id", "kind", "reviews_required",
+              "state")
 
 
 def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
     out = {
         "item_id": item["id"], "queue_id": item["queue_id"], "claim_id": item["claim_id"],
-        "answer_id": item["answer_id"], "kind": item["kind"], "priority": item["position"],
-        "reasons": item["reasons"] if reveal else blind_reasons(item["reasons"]),
-        "stratum": item["stratum"], "stratum_size": item["stratum_size"],
-        "sample_size": item["sample_size"], "weight": item["weight"],
+        "answer_id": item["answer_id"], "kind": item["kind"],
         "reviews_required": item["reviews_required"], "state": item["state"],
     }
     if reveal:
-        out["category"] = item["category"]
+        out.update({
+            "priority": item["position"], "reasons": item["reasons"],
+            "category": item["category"], "stratum": item["stratum"],
+            "stratum_size": item["stratum_size"], "sample_size": item["sample_size"],
+            "weight": item["weight"],
+        })
     return out
 
 
@@ -274,7 +299,13 @@ def list_queue(
     limit: int = Query(default=100, ge=1, le=1000),
     offset: int = Query(default=0, ge=0),
 ) -> dict[str, Any]:
+    """Blind unless the server runs with ``reveal_judge`` (whatever the caller's role): items
+    come in a neutral order (by item id) without stratum, reasons, category, position or
+    weight, and filtering by stratum is refused (it would tell the judge's label)."""
     reveal = settings_of(request).reveal_judge
+    if stratum is not None and not reveal:
+        raise HTTPException(403, "filtering by stratum tells the judge's label; the server "
+                                 "runs blind (reveal_judge is off)")
     try:
         queue = get_queue(store, queue_id)
         everything = queue_items(store, queue["id"])
@@ -285,6 +316,8 @@ def list_queue(
         if (status is None or i["state"] == status) and (stratum is None or i["stratum"] == stratum)
         and (not mine or needs_review(i, user.annotator))
     ]
+    if not reveal:  # the queue's order is the judge's risk order: not shown blind
+        items.sort(key=lambda i: i["id"])
     return {
         "queue_id": queue["id"], "total": len(items), "offset": offset,
         "states": state_counts(everything),
@@ -383,8 +416,15 @@ def gold(
 
 
 @router.get("/stats", tags=["review"], summary="Counts by label, subtype, reviewer and state")
-def stats(user: User, store: Db, queue_id: str | None = None) -> dict[str, Any]:
+def stats(request: Request, user: User, store: Db, queue_id: str | None = None
+          ) -> dict[str, Any]:
+    """Human labels only. Blind unless the server runs with ``reveal_judge``: the progress by
+    stratum is left out (reviewing one item and reading it again would tell that item's
+    stratum, hence the judge's label)."""
     try:
-        return dashboard_counts(store, queue_id)
+        counts = dashboard_counts(store, queue_id)
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
+    if not settings_of(request).reveal_judge:
+        counts.pop("strata", None)
+    return counts

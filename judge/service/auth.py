@@ -1,5 +1,6 @@
-"""Authentication: bearer tokens for the API, a login form that sets an HttpOnly session cookie
-for the review pages, and a per-session CSRF token for their forms."""
+"""Authentication: bearer tokens for the API, a login form (itself CSRF-protected by a double
+submitted token) that sets an HttpOnly session cookie for the review pages, and a per-session
+CSRF token for their forms."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from fastapi import HTTPException, Request
 from judge.service.settings import Identity
 
 SESSION_COOKIE = "judge_session"
+#: The login form's CSRF token (double submit: the same value in this cookie and the form).
+LOGIN_CSRF_COOKIE = "judge_login_csrf"
 
 
 @dataclass

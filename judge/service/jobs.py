@@ -44,13 +44,17 @@ class BatchJobs:
 
     def _run(self, run_id: str, body: bytes) -> None:
         from judge.api import judge_file
+        from judge.models.client import RunStopped
 
         store = Store.open(self.db_path)
         try:
             # judge_file resumes the 'running' run of the same input and judge version: this one
             judge_file(body, config=self.config, db=store, purpose="api")
+        except RunStopped as exc:  # the run is recorded as stopped; submitting again resumes
+            log.warning("batch %s stopped: %s", run_id, exc)
+            self._errors[run_id] = f"stopped: {exc}; submit the same body again to resume"
         except Exception as exc:  # recorded on the run; never raised into the server
-            log.exception("batch %s failed", run_id)
+            log.error("batch %s failed: %s: %s", run_id, type(exc).__name__, exc)
             self._errors[run_id] = f"{type(exc).__name__}: {exc}"
             try:
                 store.finish_run(run_id, {"error": self._errors[run_id]}, status="failed")

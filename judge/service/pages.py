@@ -8,6 +8,8 @@ page works without JavaScript; ``/static/review.js`` adds the keyboard shortcuts
 
 from __future__ import annotations
 
+import hmac
+import secrets
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -24,7 +26,7 @@ from judge.review.reviews import (
     current_reviews,
     record_review,
 )
-from judge.service.auth import SESSION_COOKIE, Session, require_role
+from judge.service.auth import LOGIN_CSRF_COOKIE, SESSION_COOKIE, Session, require_role
 from judge.service.settings import ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import excerpts, item_view, segments
@@ -95,21 +97,38 @@ def home() -> RedirectResponse:
     return RedirectResponse("/review", status_code=303)
 
 
+def _login_page(request: Request, next_url: str, error: str | None = None,
+                status: int = 200) -> HTMLResponse:
+    """The login form with a fresh CSRF token, also set as a cookie (double submit): a login
+    posted from another site carries no matching pair and is refused."""
+    token = secrets.token_urlsafe(24)
+    response = render(request, "login.html", status=status, next=next_url, error=error,
+                      login_csrf=token)
+    response.set_cookie(LOGIN_CSRF_COOKIE, token, httponly=True, samesite="strict",
+                        path="/login", secure=_settings(request).cookie_secure, max_age=3600)
+    return response
+
+
 @router.get("/login")
 def login_form(request: Request, next: str = "/review") -> HTMLResponse:
-    return render(request, "login.html", next=_local(next), error=None)
+    return _login_page(request, _local(next))
 
 
 @router.post("/login")
 async def login(request: Request) -> Response:
     form = await form_data(request)
     target = _local(form.get("next"))
+    cookie, sent = request.cookies.get(LOGIN_CSRF_COOKIE, ""), form.get("csrf", "")
+    if not cookie or not sent or not hmac.compare_digest(cookie.encode(), sent.encode()):
+        return _login_page(request, target, status=403,
+                           error="The login form is stale or was not sent by this site; "
+                                 "log in again.")
     done = request.app.state.auth.login(form.get("token", "").strip())
     if done is None:
-        return render(request, "login.html", status=401, next=target,
-                      error="That token is not valid.")
+        return _login_page(request, target, status=401, error="That token is not valid.")
     sid, _ = done
     response = RedirectResponse(target, status_code=303)
+    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
     response.set_cookie(
         SESSION_COOKIE, sid, httponly=True, samesite="strict", path="/",
         secure=_settings(request).cookie_secure,

@@ -248,9 +248,10 @@ def item_view(
     sources.sort(key=lambda s: not s["cited"])
     view: dict[str, Any] = {
         "item": {
-            "id": item["id"], "queue_id": item["queue_id"], "position": item["position"],
-            "kind": item["kind"], "state": item.get("state"),
-            "reviews_required": item["reviews_required"],
+            "id": item["id"], "queue_id": item["queue_id"], "kind": item["kind"],
+            "state": item.get("state"), "reviews_required": item["reviews_required"],
+            # the position is the judge's risk order: shown only when the judge is revealed
+            **({"position": item["position"]} if reveal else {}),
         },
         "claim": {"id": item["claim_id"], "text": claim_text, "citations": citations},
         "answer_id": item["answer_id"],

@@ -1,30 +1,43 @@
 """Splitting one answer into claims.
 
-Given claims (``claims`` in the answer record) are used as given, never re-split. Otherwise
-the answer is segmented into sentences by the program (citations inside the text attach to
-the sentences they cover), and the model splits the numbered sentences into claims. A split
-that fails gives one ``unsplit`` claim holding the whole answer, which becomes a
-``judge_error`` verdict (fail closed).
+Given claims (``claims`` in the answer record) are used as given, never re-split (more than
+``max_claims_per_answer`` of them is a ``judge_error``). Otherwise the answer is segmented into
+sentences by the program (citations inside the text attach to the sentences they cover), and
+the model splits the numbered sentences into claims. A split that fails, finds no claim in a
+non-empty answer, or gives more claims than the bound, gives one ``unsplit`` claim holding the
+whole answer, which becomes a ``judge_error`` verdict (fail closed).
+
+From ``split_claims`` v2 on the split is also checked for coverage: every sentence must give a
+claim or be skipped with a reason (greeting, question, advice, filler). The program accepts a
+skip only when the sentence fits it (a question has a question mark; nothing with a digit is
+skipped; greetings and filler are short); a sentence neither claimed nor accepted as skipped
+becomes an ``uncovered`` claim judged as it stands, and is flagged for review. Accepted skips
+are recorded with their reasons.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge.config import JudgeConfig
 from judge.hashing import content_hash
 from judge.models.client import CallFailed, ModelClient
 from judge.models.prompts import render
-from judge.models.schemas import SplitOutput
+from judge.models.schemas import SplitOutput, SplitOutputV2
 from judge.records import AnswerRecord, Citation
 from judge.split.abstention import looks_like_abstention
-from judge.split.citations import segment_answer
+from judge.split.citations import Sentence, segment_answer
 from judge.verdicts import AnswerStatus, Claim
 
 #: The longest answer text an ``unsplit`` claim keeps.
 UNSPLIT_CHARS = 4000
+#: The longest sentence the program lets the model skip as a greeting or filler.
+SHORT_SKIP_CHARS = 80
+_DIGIT = re.compile(r"\d")
 
 
 def claim_id(answer_id: str, text: str, occurrence: int = 0) -> str:
@@ -88,11 +101,32 @@ def answer_status(claims: list[Claim]) -> AnswerStatus:
 
 @dataclass
 class Split:
-    """The claims of one answer; ``error`` when the split failed (then one unsplit claim)."""
+    """The claims of one answer; ``error`` when the split failed (then one unsplit claim).
+    ``skipped``: the sentences that hold no claim, with the reason (``sentence``, ``text``,
+    ``reason``)."""
 
     claims: list[Claim]
     error: str | None = None
     call_id: str | None = None
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+
+def skip_accepted(text: str, reason: str) -> bool:
+    """Whether the program accepts the model's reason for leaving a sentence out: never for
+    a sentence with a digit; a question needs a question mark; greetings and filler are
+    short."""
+    if _DIGIT.search(text):
+        return False
+    if reason == "question":
+        return "?" in text or "？" in text
+    if reason in ("greeting", "filler"):
+        return len(text.strip()) <= SHORT_SKIP_CHARS
+    return reason == "advice"
+
+
+def uses_coverage(version: str) -> bool:
+    """``split_claims`` v2 and later account for every sentence (v1 is kept as it was)."""
+    return int(version.removeprefix("v")) >= 2
 
 
 class Splitter:
@@ -105,39 +139,79 @@ class Splitter:
 
     async def split(self, record: AnswerRecord, run_id: str | None) -> Split:
         answer_id = record.answer_id
+        bound = self.config.max_claims_per_answer
         if record.claims is not None:  # pre-split: used as given, never re-split
-            specs = [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims]
-            return Split(make_claims(answer_id, specs, origin="given"))
+            if len(record.claims) > bound:
+                return Split([unsplit_claim(record)],
+                             f"the answer gives {len(record.claims)} claims; the bound "
+                             f"(max_claims_per_answer) is {bound}")
+            given = [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims]
+            return Split(make_claims(answer_id, given, origin="given"))
         sentences = segment_answer(record.answer, record.sources) or []
         kept = [s for s in sentences if s.text.strip()]
         texts = [s.text for s in kept]
         if not texts:
             texts, kept = [record.answer], []
+        version = self.config.prompts["split_claims"]
+        coverage = uses_coverage(version)
         prompt = render(
-            "split_claims",
-            self.config.prompts["split_claims"],
-            self.root,
-            question=record.question,
-            sentences=texts,
-            max_claims=self.config.max_claims_per_answer,
+            "split_claims", version, self.root,
+            question=record.question, sentences=texts, max_claims=bound,
         )
+        schema: type[SplitOutput] | type[SplitOutputV2] = (
+            SplitOutputV2 if coverage else SplitOutput)
         try:
-            out, call = await self.client.structured(prompt, SplitOutput, "split", run_id)
+            out, call = await self.client.structured(prompt, schema, "split", run_id)
         except CallFailed as exc:
             return Split([unsplit_claim(record)], f"split failed: {exc}", exc.call_id)
+        skips = out.skipped if isinstance(out, SplitOutputV2) else []
         error = None
-        if len(out.claims) > self.config.max_claims_per_answer:
-            error = (
-                f"split produced {len(out.claims)} claims; the bound is "
-                f"{self.config.max_claims_per_answer}"
-            )
-        bad = [c.sentence for c in out.claims if not 1 <= c.sentence <= len(texts)]
+        bad = sorted({n for n in [c.sentence for c in out.claims] + [k.sentence for k in skips]
+                      if not 1 <= n <= len(texts)})
         if bad:
             error = f"split referred to sentence numbers that do not exist: {bad[:5]}"
+        elif not out.claims:
+            reasons = ", ".join(f"sentence {k.sentence}: {k.reason}" for k in skips) or "none"
+            error = (f"the split found no claim in a non-empty answer of {len(texts)} "
+                     f"sentence(s) (reasons given: {reasons}); a person should look")
         if error:
             return Split([unsplit_claim(record)], error, call)
-        specs = []
+        specs: list[tuple[int, tuple[str, list[Citation], bool], str]] = []
         for c in out.claims:
             cites = kept[c.sentence - 1].citations if kept else []
-            specs.append((c.text, cites, c.kind == "abstention" or looks_like_abstention(c.text)))
-        return Split(make_claims(answer_id, specs, origin="split"), None, call)
+            abstention = c.kind == "abstention" or looks_like_abstention(c.text)
+            specs.append((c.sentence, (c.text, cites, abstention), "split"))
+        skipped: list[dict[str, Any]] = []
+        if coverage:
+            specs, skipped = self._cover(specs, skips, texts, kept)
+        if len(specs) > bound:
+            return Split([unsplit_claim(record)],
+                         f"split produced {len(specs)} claims; the bound "
+                         f"(max_claims_per_answer) is {bound}", call)
+        claims = make_claims(answer_id, [spec for _, spec, _ in specs], origin="split")
+        for claim, (_, _, origin) in zip(claims, specs, strict=True):
+            claim.origin = origin  # type: ignore[assignment]
+        return Split(claims, None, call, skipped)
+
+    @staticmethod
+    def _cover(
+        specs: list[tuple[int, tuple[str, list[Citation], bool], str]],
+        skips: list[Any],
+        texts: list[str],
+        kept: list[Sentence],
+    ) -> tuple[list[tuple[int, tuple[str, list[Citation], bool], str]], list[dict[str, Any]]]:
+        """Every sentence covered: claims in sentence order, each sentence neither claimed nor
+        skipped for an accepted reason added as an ``uncovered`` claim at its place."""
+        claimed = {n for n, _, _ in specs}
+        skipped: dict[int, str] = {}
+        for k in skips:
+            if k.sentence not in claimed and skip_accepted(texts[k.sentence - 1], k.reason):
+                skipped.setdefault(k.sentence, k.reason)
+        for n, text in enumerate(texts, start=1):
+            if n not in claimed and n not in skipped:
+                cites = kept[n - 1].citations if kept else []
+                specs.append((n, (text.strip(), cites, looks_like_abstention(text)), "uncovered"))
+        specs.sort(key=lambda spec: spec[0])  # stable: the model's order within a sentence
+        notes = [{"sentence": n, "text": texts[n - 1], "reason": reason}
+                 for n, reason in sorted(skipped.items())]
+        return specs, notes

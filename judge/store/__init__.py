@@ -12,13 +12,14 @@ from __future__ import annotations
 from judge.store.answers import AnswersMixin
 from judge.store.base import StoreError, dumps, now, record_sha, verdict_id
 from judge.store.calls import CallsMixin
+from judge.store.leases import AnswerConflict, LeasesMixin
 from judge.store.queues import QueuesMixin
 from judge.store.reviews import ReviewsMixin
 from judge.store.runs import RunsMixin
 
-__all__ = ["Store", "StoreError", "dumps", "now", "record_sha", "verdict_id"]
+__all__ = ["AnswerConflict", "Store", "StoreError", "dumps", "now", "record_sha", "verdict_id"]
 
 
-class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin):
+class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, LeasesMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""

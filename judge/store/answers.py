@@ -10,6 +10,7 @@ from typing import Any
 from judge.fingerprint import code_fingerprint
 from judge.records import AnswerRecord
 from judge.store.base import dumps, now, record_sha, verdict_id
+from judge.store.leases import AnswerConflict, conflict_message
 from judge.store.runs import RunsMixin
 from judge.verdicts import Claim, Verdict
 
@@ -27,10 +28,7 @@ class AnswersMixin(RunsMixin):
             None,
         )
         if row and row["record_sha256"] != record_sha(record):
-            return (
-                f"answer id {record.answer_id!r} is already stored with different content; "
-                "give changed answers a new id"
-            )
+            return conflict_message(record.answer_id)
         return None
 
     def answer_done(self, judge_version: str, answer_id: str) -> bool:
@@ -103,10 +101,25 @@ class AnswersMixin(RunsMixin):
         status: str,
         answer_status: str | None = None,
         refused_reason: str | None = None,
+        skipped: list[dict[str, Any]] | None = None,
+        redo: bool = False,
+        holder: str | None = None,
     ) -> None:
-        """Everything about one answer in one transaction: a kill leaves all or nothing."""
+        """Everything about one answer in one transaction: a kill leaves all or nothing.
+
+        Raises :class:`~judge.store.leases.AnswerConflict` (and writes nothing) when the id
+        is stored with different content, checked inside the write transaction, so whichever
+        run comes first wins. ``redo`` (a retry of an answer with ``judge_error`` verdicts)
+        replaces the judge version's earlier claims and verdicts of the answer, keeping the
+        verdicts in ``superseded_verdicts``. ``holder``'s lease on the answer is released."""
         stamp = now()
         with self.transaction():
+            stored = self.one("select record_sha256 from answers where id = ?",
+                              [record.answer_id])
+            if stored is not None and stored["record_sha256"] != record_sha(record):
+                raise AnswerConflict(conflict_message(record.answer_id))
+            if redo:
+                self._supersede(judge_version, record.answer_id, run_id, stamp)
             self.db.table("answers").insert(
                 {
                     "id": record.answer_id,
@@ -161,6 +174,14 @@ class AnswersMixin(RunsMixin):
                 )
             for verdict in verdicts:
                 self._insert_verdict(verdict, run_id, stamp)
+            self.db.table("split_skips").insert_all(
+                ({"judge_version": judge_version, "answer_id": record.answer_id, **skip}
+                 for skip in skipped or []),
+                replace=True,
+            )
+            if holder is not None:
+                self.db.execute("delete from answer_leases where holder = ? and answer_id = ?",
+                                [holder, record.answer_id])
             self.db.table("run_answers").insert(
                 {
                     "run_id": run_id,
@@ -175,6 +196,31 @@ class AnswersMixin(RunsMixin):
                 },
                 replace=True,
             )
+
+    def _supersede(self, judge_version: str, answer_id: str, run_id: str, stamp: str) -> None:
+        """Move a judge version's verdicts of an answer to ``superseded_verdicts`` and forget
+        its claims and skipped sentences (a retry writes them anew)."""
+        rows = self.rows("select * from verdicts where judge_version = ? and answer_id = ?",
+                         [judge_version, answer_id])
+        self.db.table("superseded_verdicts").insert_all(
+            {"id": r["id"], "answer_id": answer_id, "judge_version": judge_version,
+             "row": dumps(r), "superseded_at": stamp, "run_id": run_id} for r in rows)
+        for r in rows:
+            self.db.execute("delete from checks where verdict_id = ?", [r["id"]])
+            self.db.execute("delete from verdicts where id = ?", [r["id"]])
+        for table in ("answer_claims", "split_skips"):
+            self.db.execute(f"delete from {table} where judge_version = ? and answer_id = ?",
+                            [judge_version, answer_id])
+
+    def split_skips(self, answer_id: str, judge_version: str | None = None
+                    ) -> list[dict[str, Any]]:
+        """Sentences the split found no claim in, with the reason."""
+        sql = "select * from split_skips where answer_id = ?"
+        params: list[Any] = [answer_id]
+        if judge_version:
+            sql += " and judge_version = ?"
+            params.append(judge_version)
+        return self.rows(sql + " order by judge_version, sentence", params)
 
     def _insert_verdict(self, verdict: Verdict, run_id: str, stamp: str) -> None:
         vid = verdict_id(verdict.judge_version, verdict.claim_id)

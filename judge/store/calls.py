@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from judge.store.base import StoreBase, dumps
+from judge.store.base import StoreBase, dumps, now
 
 
 class CallsMixin(StoreBase):
@@ -14,10 +14,16 @@ class CallsMixin(StoreBase):
 
     def save_call(self, row: dict[str, Any], attempts: Iterable[dict[str, Any]] = ()) -> None:
         """Calls are saved as soon as they return, so a killed run loses none. A failed
-        call is replaced by a later successful one with the same key; its HTTP attempts are
-        appended (every attempt of every try stays)."""
+        call is replaced by a later successful one with the same key (the earlier row is kept
+        in ``superseded_calls``); its HTTP attempts are appended (every attempt of every try
+        stays)."""
         row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
         with self.transaction():
+            prior = self.get_call(row["id"])
+            if prior is not None:  # the earlier outcome of the same call stays on record
+                self.db.table("superseded_calls").insert({
+                    "id": row["id"], "row": dumps(prior), "superseded_at": now(),
+                    "run_id": row.get("run_id")})
             self.db.table("calls").insert(row, replace=True)
             attempts = list(attempts)
             if attempts:

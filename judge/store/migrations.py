@@ -424,6 +424,55 @@ def m007_views_and_keys(db: sqlite_utils.Database) -> None:
         db.execute(f"create view {name} as {sql.strip()}")
 
 
+@migration
+def m009_answer_leases(db: sqlite_utils.Database) -> None:
+    """Which run is judging which answer now: a run claims an answer (per judge version) before
+    judging it, so concurrent runs on one store share the work instead of repeating calls; a
+    lease whose holder died or that expired is taken over."""
+    db.table("answer_leases").create(
+        {
+            "judge_version": str,
+            "answer_id": str,
+            "record_sha256": str,
+            "run_id": str,
+            "holder": str,
+            "host": str,
+            "pid": int,
+            "expires_at": float,
+        },
+        pk=("judge_version", "answer_id"),
+    )
+    db.table("answer_leases").create_index(["answer_id"])
+    db.table("answer_leases").create_index(["holder"])
+
+
+@migration
+def m009_split_skips(db: sqlite_utils.Database) -> None:
+    """Sentences of an answer that hold no claim, with the reason the split gave (greeting,
+    question, advice, filler) and the program accepted, per judge version."""
+    db.table("split_skips").create(
+        {"judge_version": str, "answer_id": str, "sentence": int, "text": str, "reason": str},
+        pk=("judge_version", "answer_id", "sentence"),
+    )
+
+
+@migration
+def m009_superseded(db: sqlite_utils.Database) -> None:
+    """What a retry replaced (``judge run --retry-errors``, or a failed call made again): the
+    earlier call rows and ``judge_error`` verdicts, kept whole (the row as JSON, whatever
+    columns later migrations add) with when and by which run."""
+    db.table("superseded_calls").create(
+        {"seq": int, "id": str, "row": str, "superseded_at": str, "run_id": str}, pk="seq"
+    )
+    db.table("superseded_calls").create_index(["id"])
+    db.table("superseded_verdicts").create(
+        {"seq": int, "id": str, "answer_id": str, "judge_version": str, "row": str,
+         "superseded_at": str, "run_id": str},
+        pk="seq",
+    )
+    db.table("superseded_verdicts").create_index(["answer_id", "judge_version"])
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

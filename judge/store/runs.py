@@ -34,12 +34,12 @@ class RunsMixin(StoreBase):
     def start_run(
         self, judge_version: str, input_path: str, input_sha256: str, purpose: str = "run"
     ) -> tuple[str, bool]:
-        """Resume the unfinished run of the same input and judge version, else start one.
-        Returns (run_id, resumed)."""
+        """Resume the unfinished run (running, or stopped by the breaker or a budget) of the
+        same input and judge version, else start one. Returns (run_id, resumed)."""
         row = next(
             self.db.query(
                 "select id from runs where judge_version = ? and input_sha256 = ? "
-                "and status = 'running' order by started_at desc limit 1",
+                "and status in ('running', 'stopped') order by started_at desc limit 1",
                 [judge_version, input_sha256],
             ),
             None,

@@ -54,5 +54,9 @@ def test_contradiction_needs_evidence_about_the_same_subject() -> None:
 def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from pathlib import Path
     named = Path(__file__).resolve().parents[2] / "research" / "configs" / "scores_v1_linear_t244_text.toml"
-    assert JudgeConfig.load() == JudgeConfig.load(named)
+    reports = JudgeConfig.load(named)
+    # split_claims v2 came later; the gold evaluation judges given claims (no split call)
+    assert reports.prompts == {"split_claims": "v1", "choose_label": "v1"}
+    assert JudgeConfig.load() == reports.model_copy(
+        update={"prompts": {**reports.prompts, "split_claims": "v2"}})
     assert JudgeConfig.load().score_model is not None

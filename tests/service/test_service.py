@@ -19,6 +19,7 @@ from judge.config import JudgeConfig
 from judge.review.queue import QueueOptions, build_queue, queue_items
 from judge.review.reviews import current_reviews, record_review
 from judge.service import api as api_module
+from judge.service.api import BLIND_ITEM
 from judge.service.app import create_app
 from judge.service.settings import SettingsError, parse_tokens
 from judge.store import Store
@@ -55,9 +56,16 @@ def client(db: Path, fake_llm: FakeLLM) -> Iterator[TestClient]:
         yield c
 
 
+def login_csrf(client: TestClient) -> str:
+    """The login form's CSRF token (its cookie is now in the client)."""
+    form = client.get("/login")
+    return re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)  # type: ignore[union-attr]
+
+
 def login(client: TestClient, token: str = "alice-token-1") -> str:
     """Log in through the form; returns the CSRF token of the review page."""
-    response = client.post("/login", data={"token": token, "next": "/review"})
+    response = client.post("/login", data={"token": token, "next": "/review",
+                                           "csrf": login_csrf(client)})
     assert response.status_code == 200, response.text
     return re.search(r'name="csrf" value="([^"]+)"', response.text).group(1)  # type: ignore[union-attr]
 
@@ -99,6 +107,22 @@ def test_nothing_without_a_token_and_roles_are_enforced(client: TestClient) -> N
             "/v1/queue", "/v1/reviews", "/v1/gold"} <= set(schema["paths"])
 
 
+def test_the_login_form_needs_its_csrf_token(client: TestClient) -> None:
+    # a login posted from another site (login CSRF) has no token, or not the one of its cookie
+    form = {"token": "alice-token-1", "next": "/review"}
+    for extra in ({}, {"csrf": "forged-forged"}):
+        refused = client.post("/login", data={**form, **extra}, follow_redirects=False)
+        assert refused.status_code == 403 and "stale" in refused.text
+        assert "judge_session" not in refused.headers.get("set-cookie", "")
+    token = login_csrf(client)
+    client.cookies.delete("judge_login_csrf")  # the right value without its cookie: refused
+    assert client.post("/login", data={**form, "csrf": token}).status_code == 403
+    token = login_csrf(client)
+    done = client.post("/login", data={**form, "csrf": token}, follow_redirects=False)
+    assert done.status_code == 303 and "judge_session=" in done.headers["set-cookie"]
+    assert 'name="csrf"' in client.get("/login").text
+
+
 def test_token_configuration_is_validated() -> None:
     tokens = parse_tokens("abcdefgh1:alice, abcdefgh2:bob:admin  # ops\n")
     assert tokens["abcdefgh1"].annotator == "human:alice" and tokens["abcdefgh2"].role == "admin"
@@ -109,9 +133,11 @@ def test_token_configuration_is_validated() -> None:
 
 
 def test_login_sets_an_httponly_cookie_and_forms_need_csrf(client: TestClient, db: Path) -> None:
-    wrong = client.post("/login", data={"token": "nope-nope-nope", "next": "/review"})
+    wrong = client.post("/login", data={"token": "nope-nope-nope", "next": "/review",
+                                        "csrf": login_csrf(client)})
     assert wrong.status_code == 401 and "not valid" in wrong.text
-    response = client.post("/login", data={"token": "alice-token-1", "next": "//evil.example"},
+    response = client.post("/login", data={"token": "alice-token-1", "next": "//evil.example",
+                                           "csrf": login_csrf(client)},
                            follow_redirects=False)
     assert response.headers["location"] == "/review"  # no open redirect
     cookie = response.headers["set-cookie"]
@@ -215,10 +241,19 @@ def test_reviewer_views_are_blind_unless_revealed(db: Path, fake_llm: FakeLLM) -
         for payload in (listing, detail.json()):
             keys = {k for k, _ in walk(payload)}
             assert not keys & {"judge", "label", "subtype", "rationale", "category",
-                               "judge_label", "evidence"}
+                               "judge_label", "evidence", "stratum", "reasons", "priority",
+                               "position", "weight", "stratum_size", "sample_size", "risk"}
             text = json.dumps(payload)
             assert RATIONALE_SENTINEL not in text and "label:" not in text
-        assert "judge_flagged" in listing["items"][0]["reasons"]
+            assert "judge_flagged" not in text and "passed" not in text
+        assert set(listing["items"][0]) == set(BLIND_ITEM)
+        ids = [i["item_id"] for i in listing["items"]]
+        assert ids == sorted(ids)  # a neutral order, not the judge's risk order
+        refused = client.get("/v1/queue?stratum=flagged", headers=ALICE)
+        assert refused.status_code == 403 and "blind" in refused.json()["detail"]
+        for who in (ALICE, CAROL):  # blind whatever the role, unless the server reveals
+            assert "strata" not in client.get("/v1/stats", headers=who).json()
+            assert all("strata" not in q for q in client.get("/v1/queues", headers=who).json())
         login(client)
         html = client.get("/review?pos=1").text
         assert "Item aax is listed" in html  # the item is really on the page
@@ -226,6 +261,10 @@ def test_reviewer_views_are_blind_unless_revealed(db: Path, fake_llm: FakeLLM) -
         assert "label:not_in_source" not in html and "misattribution</strong>" not in html
     with make_client(db, reveal_judge=True) as client:
         listing = client.get("/v1/queue", headers=ALICE).json()
+        item = listing["items"][0]["item_id"]
+        assert listing["items"][0]["priority"] == 1 and listing["items"][0]["stratum"]
+        assert client.get("/v1/queue?stratum=flagged", headers=ALICE).status_code == 200
+        assert "strata" in client.get("/v1/stats", headers=ALICE).json()
         revealed = client.get(f"/v1/queue/items/{item}", headers=ALICE).json()
         assert revealed["judge"]["label"] == "not_in_source"
         assert revealed["judge"]["subtype"] == "misattribution"
@@ -358,7 +397,7 @@ def test_adjudication_page_shows_both_reviews_and_records_the_decision(
     store.close()
 
 
-def test_queue_building_and_filtering_over_http(client: TestClient) -> None:
+def test_queue_building_and_filtering_over_http(client: TestClient, db: Path) -> None:
     built = client.post("/v1/queues", headers=ADMIN, json={"seed": 5, "sample_rate": 0.5,
                                                            "min_sample": 0})
     assert built.status_code == 201, built.text
@@ -372,8 +411,10 @@ def test_queue_building_and_filtering_over_http(client: TestClient) -> None:
     by_category = client.post("/v1/queues", headers=ADMIN, json={"order": "priority"})
     assert by_category.status_code == 201 and by_category.json()["order"] == "priority"
     assert client.post("/v1/queues", headers=ADMIN, json={"order": "fifo"}).status_code == 422
-    passed = client.get(f"/v1/queue?queue_id={queue_id}&stratum=passed&limit=5", headers=ALICE)
-    body = passed.json()
+    url = f"/v1/queue?queue_id={queue_id}&stratum=passed&limit=5"
+    assert client.get(url, headers=ALICE).status_code == 403  # blind: the stratum is the label
+    with make_client(db, reveal_judge=True) as revealed:
+        body = revealed.get(url, headers=ALICE).json()
     assert body["total"] == 32 and len(body["items"]) == 5
     assert {i["weight"] for i in body["items"]} == {2.0}
     first = body["items"][0]["item_id"]

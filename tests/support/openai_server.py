@@ -16,12 +16,17 @@ answers resume::
         server.fault("content", content='{"nope": 1}')   # any content (wrong schema, ...)
         server.fault("model", model="openai/gpt-4o")     # answers as another model
         server.fault("logprobs", top={"A": 0.5, "B": -1}) # impossible log-probabilities
+        server.fault("drop", keep=1)                      # the split keeps 1 claim, drops the rest
+        server.fault("conflict")                          # every claim judged twice, differently
         # a fault can be limited to one kind of call: split, verify, label, choice
         server.fault("content", content='{"claims": []}', only="split")
+        # times=0: until cleared (an outage)
+        server.fault("status", status=503, times=0)
 
 Run standalone (for a subprocess under test): ``python -m tests.support.openai_server --port
-0`` prints ``PORT <n>`` and serves until killed; ``POST /_fault`` takes the same keyword
-arguments as :meth:`OpenAIServer.fault` as JSON, ``GET /_requests`` lists what was received.
+0 [--latency S]`` prints ``PORT <n>`` and serves until killed; ``POST /_fault`` takes the same
+keyword arguments as :meth:`OpenAIServer.fault` as JSON, ``POST /_clear`` drops queued faults,
+``GET /_requests`` lists what was received.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ from tests.fakes import CHOICE, Reply, rule_responder
 Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
 
 #: which kind of call a request is, from its response schema
-KINDS = {"SplitOutput": "split", "VerifyOutput": "verify", "ClaimLabel": "label",
+KINDS = {"SplitOutput": "split", "SplitOutputV2": "split", "VerifyOutput": "verify",
+         "ClaimLabel": "label",
          CHOICE: "choice"}
 
 
@@ -58,6 +64,7 @@ class Fault:
     content: str = ""
     model: str | None = None
     top: dict[str, float] = field(default_factory=dict)
+    keep: int = 1
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -73,6 +80,14 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content or "")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up (a timeout, a killed process) is no error of the server's."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class OpenAIServer:
@@ -116,6 +131,10 @@ class OpenAIServer:
                     server.fault(**body)
                     self._send(200, {"ok": True})
                     return
+                if self.path.startswith("/_clear"):
+                    server.clear()
+                    self._send(200, {"ok": True})
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
                     return
@@ -133,7 +152,7 @@ class OpenAIServer:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd = _QuietServer((host, port), Handler)
         self.httpd.daemon_threads = True
         self.thread: threading.Thread | None = None
 
@@ -182,9 +201,10 @@ class OpenAIServer:
         with self.lock:
             for fault in self.faults:
                 if fault.only in (None, kind):
-                    fault.times -= 1
-                    if fault.times <= 0:
-                        self.faults.remove(fault)
+                    if fault.times > 0:  # 0: until cleared
+                        fault.times -= 1
+                        if fault.times == 0:
+                            self.faults.remove(fault)
                     return fault
         return None
 
@@ -228,6 +248,18 @@ class OpenAIServer:
             return Reply(reply.content, reply.finish_reason, fault.model, reply.top_logprobs)
         if fault is not None and fault.kind == "logprobs":
             return Reply(reply.content, reply.finish_reason, reply.model, dict(fault.top))
+        if fault is not None and fault.kind == "drop" and schema.startswith("SplitOutput"):
+            data = json.loads(reply.content)
+            data["claims"] = data["claims"][: fault.keep]
+            return Reply(json.dumps(data, ensure_ascii=False))
+        if fault is not None and fault.kind == "conflict" and schema == "VerifyOutput":
+            data = json.loads(reply.content)
+            twins = [{**j, "label": "contradicted" if j["label"] == "supported" else "supported",
+                      "subtype": "numeric_or_version_error" if j["label"] == "supported"
+                      else None} for j in data["judgements"]]
+            data["judgements"] = [x for pair in zip(data["judgements"], twins, strict=True)
+                                  for x in pair]
+            return Reply(json.dumps(data, ensure_ascii=False))
         return reply
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
@@ -255,8 +287,10 @@ class OpenAIServer:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
     args = parser.parse_args(argv)
     server = OpenAIServer(port=args.port).start()
+    server.latency_s = args.latency
     print(f"PORT {server.port}", flush=True)
     try:
         while True:

@@ -1,0 +1,63 @@
+"""Generator names that try to slip past the self-grading ban, against the judge model they must be
+refused for, and names of other families that must still be judged. Used by
+``tests/faults/test_selfgrade_names.py`` and counted by ``python -m tests.faults.report``."""
+
+from __future__ import annotations
+
+#: (generator, judge model): the same model or family spelled another way: refused.
+REFUSED: tuple[tuple[str, str], ...] = (
+    ("ft:gpt-4o-mini-2024-07-18:acme::x", "openai/gpt-4o-mini"),
+    ("openai/ft:gpt-4o-mini-2024-07-18:acme:custom:abc123", "openai/gpt-4o-mini"),
+    ("openai/ gpt-4o-mini", "openai/gpt-4o-mini"),
+    ("openai /gpt-4o-mini", "openai/gpt-4o-mini"),
+    (" gpt-4o-mini\t", "openai/gpt-4o-mini"),
+    ("ｇｐｔ－４ｏ－ｍｉｎｉ", "openai/gpt-4o-mini"),
+    ("ＯｐｅｎＡＩ／gpt-4o", "openai/gpt-4o-mini"),
+    ("gpt\u200b-4o-mini", "openai/gpt-4o-mini"),
+    ("g\u200dp\u200ct-4o-mini\ufeff", "openai/gpt-4o-mini"),
+    ("gpt\u00ad-4o-mini", "openai/gpt-4o-mini"),
+    ("gрt-4o-mini", "openai/gpt-4o-mini"),  # Cyrillic р
+    ("GPT‐4O‐MINI", "openai/gpt-4o-mini"),  # U+2010 hyphens
+    ("GPT-4o-Mini", "openai/gpt-4o-mini"),
+    ("gpt_4o_mini", "openai/gpt-4o-mini"),
+    ("openai/gpt-4o-2024-08-06", "openai/gpt-4o"),
+    ("azure/gpt-4o", "openai/gpt-4o"),
+    ("azure_ai/gpt-4o-mini", "openai/gpt-4o-mini"),
+    ("openrouter/openai/gpt-4o", "openai/gpt-4o"),
+    ("chatgpt-4o-latest", "openai/gpt-4o"),
+    ("o3-mini", "openai/gpt-4o"),
+    ("bedrock/openai.gpt-oss-120b-1:0", "openai/gpt-4o"),
+    ("bedrock/openai.gpt-oss-20b-1:0", "openai/gpt-oss-20b"),
+    ("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0", "anthropic/claude-3-5-sonnet-20240620"),
+    ("bedrock/us.anthropic.claude-3-5-sonnet-20240620-v1:0", "anthropic/claude-3-5-sonnet"),
+    ("bedrock/anthropic.claude-3-haiku-20240307-v1:0", "anthropic/claude-3-5-sonnet"),
+    ("vertex_ai/claude-3-5-sonnet@20240620", "anthropic/claude-3-5-sonnet"),
+    ("anthropic/claude-3-5-sonnet-latest", "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0"),
+    ("vertex_ai/gemini-1.5-pro", "gemini/gemini-1.5-flash"),
+    ("google/gemini-2.0-flash-001", "vertex_ai/gemini-1.5-pro"),
+    ("alibaba/tongyi-qianwen", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("dashscope/qwen-max", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("Qwen/Qwen2.5-72B-Instruct", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("ollama/qwen3.5:9b", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("qwq-32b", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("bedrock/qwen.qwen3-32b-v1:0", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("ｑｗｅｎ２．５－７ｂ", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("bedrock/meta.llama3-70b-instruct-v1:0", "ollama/llama3.1:8b"),
+    ("meta-llama/Llama-3.3-70B-Instruct", "groq/llama-3.1-8b-instant"),
+    ("together_ai/meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", "ollama/llama3.1"),
+    ("bedrock/mistral.mistral-large-2402-v1:0", "mistral/mistral-small-latest"),
+    ("mixtral-8x7b", "mistral/mistral-large-latest"),
+    ("curie:ft-acme-2022-02-01-01-01-01", "openai/curie"),
+)
+
+#: (generator, judge model): another family: judged (the ban must not refuse everything).
+ALLOWED: tuple[tuple[str, str], ...] = (
+    ("openai/gpt-4o-mini", "anthropic/claude-3-5-sonnet"),
+    ("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0", "openai/gpt-4o"),
+    ("alibaba/tongyi-qianwen", "openai/gpt-4o"),
+    ("vertex_ai/gemini-1.5-pro", "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"),
+    ("ollama/llama3.1:8b", "openai/gpt-4o-mini"),
+    ("mistral/mistral-large-latest", "openai/gpt-4o"),
+    ("bedrock/openai.gpt-oss-120b-1:0", "anthropic/claude-3-5-sonnet"),
+)
