@@ -115,3 +115,18 @@ def test_killed_run_resumes_without_losing_or_duplicating(tmp_path: Path) -> Non
         claims = conn.execute("select count(*) from verdicts").fetchone()[0]
     assert per_claim == [] and answers == 12 and claims == 24
     assert summary["claims"] == 24
+
+
+def test_show_prints_evidence_source_ids_that_look_like_markup_tags(tmp_path: Path) -> None:
+    """A source id such as ``csrf-guide`` between brackets reads as a rich style tag; `judge
+    show` must print it, not swallow it."""
+    guide = {"id": "csrf-guide", "text": "CSRF tokens protect cookie sessions."}
+    path = write_jsonl(tmp_path / "in.jsonl", [
+        {"id": "g", "answer": "CSRF tokens protect cookie sessions [csrf-guide].",
+         "sources": [guide]}])
+    db = tmp_path / "j.db"
+    assert cli("run", str(path), "--db", str(db), "--model", "fake/judge-model",
+               "--json").returncode == 0
+    shown = cli("show", "g", "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    assert "evidence [csrf-guide] found" in shown.stdout
