@@ -1,9 +1,10 @@
 """Run a batch of answer records through the pipeline into the store: resumable and idempotent.
 
-Each answer's claims and verdicts are written in one transaction when the answer is done,
-and each model call as soon as it returns, so a run killed at any moment and started again
-finishes without losing or duplicating a verdict, and re-running a finished batch with the
-same judge version makes zero model calls.
+Each answer's claims and verdicts are written all or nothing, and model calls with them, in
+batched transactions (:class:`judge.store.buffer.WriteBuffer`: every 32 answers or every
+second, and at the end); an answer is reported done only once committed. So a run killed at
+any moment and started again finishes without losing a reported answer or duplicating a
+verdict, and re-running a finished batch with the same judge version makes zero model calls.
 
 The input is a sequence of accepted and rejected lines (:mod:`judge.records.jsonl`), however
 it was read: a JSONL file, an HTTP body, or records built in memory.
@@ -18,11 +19,12 @@ from dataclasses import dataclass
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
-from judge.models.client import ModelClient
+from judge.models.client import CallStore, ModelClient
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, RejectedLine
 from judge.runs.summary import RunSummary
 from judge.store import Store
+from judge.store.buffer import WriteBuffer
 
 #: (answers done, answers to judge now)
 Progress = Callable[[int, int], None]
@@ -38,8 +40,12 @@ class BatchInput:
     sha256: str
 
 
-def build_pipeline(config: JudgeConfig, store: Store | None, replay: bool = False) -> Pipeline:
-    client = ModelClient(config, store, replay=replay)
+def build_pipeline(
+    config: JudgeConfig, store: Store | None, replay: bool = False,
+    calls: CallStore | None = None,
+) -> Pipeline:
+    """``calls``: where the model client keeps its calls (default: the store itself)."""
+    client = ModelClient(config, calls if calls is not None else store, replay=replay)
     pipeline = Pipeline(config, client)
     if store is not None:
         store.ensure_judge_version(
@@ -56,7 +62,8 @@ async def run_batch(
     purpose: str = "run",
 ) -> RunSummary:
     started = time.perf_counter()
-    pipeline = build_pipeline(config, store)
+    buffer = WriteBuffer(store)
+    pipeline = build_pipeline(config, store, calls=buffer)
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
@@ -86,16 +93,22 @@ async def run_batch(
     done = 0
     semaphore = asyncio.Semaphore(config.concurrency)
 
-    async def one(item: AcceptedLine) -> None:
+    def reported() -> None:
         nonlocal done
-        async with semaphore:
-            result = await pipeline.judge(item.record, run_id)
-        persist(store, run_id, item.line, pipeline.judge_version, result)
         done += 1
         if progress:
             progress(done, total)
 
-    await asyncio.gather(*(one(item) for item in todo))
+    async def one(item: AcceptedLine) -> None:
+        async with semaphore:
+            result = await pipeline.judge(item.record, run_id)
+        buffer.add_answer(
+            lambda: persist(store, run_id, item.line, pipeline.judge_version, result), reported)
+
+    try:
+        await asyncio.gather(*(one(item) for item in todo))
+    finally:
+        buffer.flush()
     summary.answers_judged_now = total
     _tally(store, summary)
     stats = pipeline.client.stats

@@ -43,7 +43,8 @@ from tests.fakes import CHOICE, Reply, rule_responder
 Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
 
 #: which kind of call a request is, from its response schema
-KINDS = {"SplitOutput": "split", "VerifyOutput": "verify", "ClaimLabel": "label",
+KINDS = {"SplitOutput": "split", "VerifyOutput": "verify", "CompactVerifyOutput": "verify",
+         "ClaimLabel": "label",
          CHOICE: "choice"}
 
 
