@@ -20,6 +20,7 @@ import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -36,6 +37,7 @@ from judge.hashing import content_hash
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
 from judge.runs.batch import BatchInput, Progress, run_batch
+from judge.runs.executors import ExecutorName
 from judge.runs.summary import RunSummary
 from judge.store import Store
 from judge.verdicts import AnswerStatus, Verdict
@@ -143,6 +145,9 @@ def judge_answers(
     on_error: OnError = "raise",
     progress: Progress | None = None,
     purpose: str = "run",
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> JudgeResults:
     """Judge answer records (dicts in the JSONL schema, or :class:`AnswerRecord` s).
 
@@ -151,14 +156,18 @@ def judge_answers(
     every one of them, before anything is judged; with ``on_error="skip"`` they become
     ``rejected`` results and the rest is judged. Answers already judged by the same judge
     version in ``db`` are taken from it (zero model calls); an interrupted call resumes.
-    ``progress(done, total)`` is called as answers finish."""
+    ``progress(done, total)`` is called as answers are stored.
+
+    ``executor="ray"`` spreads the answers over ``workers`` Ray workers (default: one per CPU
+    of the cluster; ``ray_address`` names a cluster, else a local one is started); this
+    process alone writes ``db``, so results and resuming are the same as with ``"local"``."""
     raw = list(records)
     items = list(without_duplicates(
         (validate_record(r, i) for i, r in enumerate(raw)), what="record"))
     name = "records"
     sha = content_hash([_identity(r) for r in raw])
     return _judge(BatchInput(items, name, sha), "record", config, db, concurrency, on_error,
-                  progress, purpose)
+                  progress, purpose, Spread(executor, ray_address, workers))
 
 
 def judge_file(
@@ -170,15 +179,19 @@ def judge_file(
     on_error: OnError = "skip",
     progress: Progress | None = None,
     purpose: str = "run",
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> JudgeResults:
     """Judge a JSONL batch (a path, bytes, or a binary stream such as a pipe: read once).
 
-    Like :func:`judge_answers`, but a bad line is by default reported (in the results and in
-    ``summary.rejected_lines``, with its line number and reason) and the rest is judged."""
+    Like :func:`judge_answers` (``executor``, ``ray_address`` and ``workers`` too), but a bad
+    line is by default reported (in the results and in ``summary.rejected_lines``, with its
+    line number and reason) and the rest is judged."""
     batch = read_jsonl(path)
     name = str(path) if isinstance(path, str | Path) else "stream"
     return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db, concurrency,
-                  on_error, progress, purpose)
+                  on_error, progress, purpose, Spread(executor, ray_address, workers))
 
 
 def _identity(record: Any) -> Any:
@@ -196,7 +209,9 @@ def _judge(
     on_error: OnError,
     progress: Progress | None,
     purpose: str,
+    spread: Spread | None = None,
 ) -> JudgeResults:
+    spread = spread or Spread()
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     cfg = _config(config, concurrency=concurrency)
@@ -212,9 +227,20 @@ def _judge(
         if what == "record":  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256)
-        summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose))
+        summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
+                                 executor=spread.executor, ray_address=spread.ray_address,
+                                 workers=spread.workers))
         results = _results(store, summary, batch.items, what)
         return JudgeResults(results, summary, store.path)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where the answers are judged (see :func:`judge_answers`)."""
+
+    executor: ExecutorName = "local"
+    ray_address: str | None = None
+    workers: int | None = None
 
 
 def _shift(item: AcceptedLine | RejectedLine) -> AcceptedLine | RejectedLine:

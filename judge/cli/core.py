@@ -38,6 +38,12 @@ def run(
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
     concurrency: int | None = typer.Option(None, "--concurrency", "-j", min=1, max=64),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object at the end."),
+    executor: str = typer.Option(
+        "local", "--executor", help="local, or ray: spread the answers over Ray workers."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Ray workers (default: one per CPU of the cluster)."),
 ) -> None:
     """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
 
@@ -48,12 +54,16 @@ def run(
 
     if str(input) != "-" and not input.exists():
         fail(f"input file {input} does not exist")
+    if executor not in ("local", "ray"):
+        fail(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
     store = open_store(db)
     source = sys.stdin.buffer if str(input) == "-" else input
     with progress_bar("judging", quiet=as_json) as progress:
         try:
-            results = api.judge_file(source, config=cfg, db=store, progress=progress)
+            results = api.judge_file(source, config=cfg, db=store, progress=progress,
+                                     executor=executor,  # type: ignore[arg-type]
+                                     ray_address=ray_address, workers=workers)
         except KeyboardInterrupt:
             fail("interrupted; run the same command again to resume", code=130)
         except Exception as exc:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from judge.config import JudgeConfig
 from judge.decide import Decision
-from judge.decide.fit import TOKENS_PER_FRAME, estimate_tokens, plan
+from judge.decide.fit import TOKENS_PER_FRAME, estimate_tokens, fits_whole, plan
 from judge.models.client import CallFailed, ModelClient, response_schema
 from judge.models.prompts import RenderedPrompt, render
 from judge.models.schemas import (
@@ -113,11 +113,13 @@ class BatchStrategy:
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
     ) -> tuple[list[list[Claim]], list[Judged]]:
         whole = self._render(record, claims, 1)
-        schema = str(response_schema(CompactVerifyOutput))
-        total = sum(estimate_tokens(m["content"]) for m in whole.messages)
-        total += estimate_tokens(schema)
-        sizes = plan(total, [estimate_tokens(c.text) + TOKENS_PER_FRAME for c in claims],
-                     self.config)
+        schema = estimate_tokens(str(response_schema(CompactVerifyOutput)))
+        if fits_whole(_tokens(whole) + schema, len(claims), self.config):
+            sizes = [len(claims)]
+        else:
+            fixed = _tokens(self._render(record, [], 1)) + schema
+            sizes = plan(fixed, [estimate_tokens(c.text) + TOKENS_PER_FRAME for c in claims],
+                         self.config)
         batches, prompts, first = [], [], 1
         for size in sizes:
             batch = claims[first - 1 : first - 1 + size]
@@ -151,6 +153,10 @@ class BatchStrategy:
         for n in conflicting & set(wanted):
             judged[n] = f"the model gave conflicting judgements for claim {n}"
         return judged, None, call
+
+
+def _tokens(prompt: RenderedPrompt) -> int:
+    return sum(estimate_tokens(m["content"]) for m in prompt.messages)
 
 
 def expand(judgement: CompactJudgement, record: AnswerRecord) -> ClaimJudgement:

@@ -17,7 +17,9 @@ from functools import cache
 from judge.config import JudgeConfig
 from judge.text import estimate_tokens
 
-__all__ = ["DEFAULT_CONTEXT", "TOKENS_PER_FRAME", "context_size", "estimate_tokens", "plan"]
+__all__ = [
+    "DEFAULT_CONTEXT", "TOKENS_PER_FRAME", "context_size", "estimate_tokens", "fits_whole", "plan",
+]
 
 #: context assumed when neither the config nor litellm knows the model (the embedded model's
 #: default context, judge.models.embedded.DEFAULT_N_CTX)
@@ -47,24 +49,33 @@ def context_size(config: JudgeConfig) -> int:
     return config.context_tokens or model_context(config.model) or DEFAULT_CONTEXT
 
 
-def plan(prompt_tokens: int, claim_tokens: list[int], config: JudgeConfig) -> list[int]:
+def per_call_by_output(config: JudgeConfig) -> int:
+    """Claims whose judgements fit ``max_tokens``."""
+    return max(1, config.max_tokens // TOKENS_PER_JUDGEMENT)
+
+
+def fits_whole(prompt_tokens: int, claims: int, config: JudgeConfig) -> bool:
+    """Whether the prompt with every claim (``prompt_tokens``, estimated) fits in one call."""
+    room = context_size(config) - config.max_tokens
+    return prompt_tokens <= room and claims <= per_call_by_output(config)
+
+
+def plan(fixed_tokens: int, claim_tokens: list[int], config: JudgeConfig) -> list[int]:
     """Sizes of the runs of consecutive claims, one per call (sum = number of claims).
 
-    ``prompt_tokens`` is the estimate of the prompt with every claim; ``claim_tokens`` each
-    claim's share of it. The fewest runs of near-equal size (the first ones one larger) such
-    that each run's prompt fits the context minus ``max_tokens`` and its judgements fit
-    ``max_tokens``."""
+    ``fixed_tokens`` is the estimate of the prompt without claims (instructions, sources,
+    schema); ``claim_tokens`` each claim's share (text and frame). The fewest runs of
+    near-equal size (the first ones one larger) such that each run's prompt fits the context
+    minus ``max_tokens`` and its judgements fit ``max_tokens``."""
     n = len(claim_tokens)
     if n == 0:
         return []
     room = context_size(config) - config.max_tokens
-    fixed = prompt_tokens - sum(claim_tokens)
-    per_call = max(1, config.max_tokens // TOKENS_PER_JUDGEMENT)
-    for calls in range(math.ceil(n / per_call), n + 1):
+    for calls in range(math.ceil(n / per_call_by_output(config)), n + 1):
         sizes = [n // calls + (1 if i < n % calls else 0) for i in range(calls)]
         start, fits = 0, True
         for size in sizes:
-            if fixed + sum(claim_tokens[start:start + size]) > room:
+            if fixed_tokens + sum(claim_tokens[start:start + size]) > room:
                 fits = False
                 break
             start += size

@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 
 class Bucket:
     """``per_minute`` units, refilled continuously; starts full. Waiters are served in order."""
 
-    def __init__(self, per_minute: float) -> None:
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.capacity = float(per_minute)
         self.rate = self.capacity / 60.0
+        self.clock, self.sleep = clock, sleep
         self.level = self.capacity
-        self.stamp = time.monotonic()
+        self.stamp = clock()
         self._lock = asyncio.Lock()
 
     def _refill(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
 
@@ -35,7 +38,7 @@ class Bucket:
         async with self._lock:
             self._refill()
             while self.level < amount:
-                await asyncio.sleep((amount - self.level) / self.rate)
+                await self.sleep((amount - self.level) / self.rate)
                 self._refill()
             self.level -= amount
 

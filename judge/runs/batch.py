@@ -22,6 +22,7 @@ from judge.fingerprint import code_fingerprint
 from judge.models.client import CallStore, ModelClient
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, RejectedLine
+from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import Store
 from judge.store.buffer import WriteBuffer
@@ -60,7 +61,12 @@ async def run_batch(
     config: JudgeConfig,
     progress: Progress | None = None,
     purpose: str = "run",
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> RunSummary:
+    """``executor="ray"`` spreads the answers over ``workers`` Ray workers
+    (:mod:`judge.runs.ray_executor`); the store is written here either way."""
     started = time.perf_counter()
     buffer = WriteBuffer(store)
     pipeline = build_pipeline(config, store, calls=buffer)
@@ -91,7 +97,9 @@ async def run_batch(
     if progress:
         progress(0, total)
     done = 0
-    semaphore = asyncio.Semaphore(config.concurrency)
+    runner = _executor(executor, pipeline, config, store, ray_address, workers) if todo else \
+        LocalExecutor(pipeline, config)
+    semaphore = asyncio.Semaphore(runner.capacity)
 
     def reported() -> None:
         nonlocal done
@@ -101,17 +109,18 @@ async def run_batch(
 
     async def one(item: AcceptedLine) -> None:
         async with semaphore:
-            result = await pipeline.judge(item.record, run_id)
+            result = await runner.judge(item.record, run_id, buffer)
         buffer.add_answer(
             lambda: persist(store, run_id, item.line, pipeline.judge_version, result), reported)
 
     try:
         await asyncio.gather(*(one(item) for item in todo))
     finally:
+        runner.close()
         buffer.flush()
     summary.answers_judged_now = total
     _tally(store, summary)
-    stats = pipeline.client.stats
+    stats = runner.stats()
     summary.model_calls, summary.cached_calls, summary.failed_calls = (
         stats.made,
         stats.cached,
@@ -123,6 +132,19 @@ async def run_batch(
     summary.wall_seconds = time.perf_counter() - started
     store.finish_run(run_id, summary.as_dict())
     return summary
+
+
+def _executor(
+    name: ExecutorName, pipeline: Pipeline, config: JudgeConfig, store: Store,
+    ray_address: str | None, workers: int | None,
+) -> Executor:
+    if name == "local":
+        return LocalExecutor(pipeline, config)
+    if name == "ray":
+        from judge.runs.ray_executor import RayExecutor
+
+        return RayExecutor(config, pipeline.judge_version, store.path, ray_address, workers)
+    raise ValueError(f"executor must be 'local' or 'ray', not {name!r}")
 
 
 def persist(
