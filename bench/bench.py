@@ -242,13 +242,14 @@ def bench_ray(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
 
 
 def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int = 4) -> None:
-    """Seconds per claim of the embedded default on peer answers with given claims (about 5
-    claims each), model load excluded."""
+    """Seconds per claim of the embedded default on the first peer answers of 5 to 6 given
+    claims, model load excluded."""
     from judge.config import load_config
     from judge.models.embedded import load
 
     load()
-    records = peer_records(peer, given=True)[:answers]
+    records = [r for r in peer_records(peer, given=True) if 5 <= len(r["claims"]) <= 6]
+    records = records[:answers]
     path = write_jsonl(records, tmp, "embedded.jsonl")
     store = Store.open(tmp / "embedded.db")
     started = time.perf_counter()

@@ -100,6 +100,13 @@ class JudgeConfig(BaseModel):
     #: verify_claims v1: claims per verify call. v2 and later put every claim of an answer in
     #: one call when it fits ``context_tokens`` and ``max_tokens`` (judge.decide.fit).
     verify_batch_size: int = Field(default=4, ge=1, le=50)
+    #: "scores": the excerpts the model reads with a claim. "claim": the ones
+    #: located for that claim. "answer": one set for every claim of an answer (the best of each
+    #: claim's, within a budget), so the prompts of an answer's claims share their beginning and
+    #: the embedded runtime's prompt cache (CLAIM_JUDGE_PROMPT_CACHE=1) reuses it. An answer of
+    #: one claim is asked exactly as with "claim". The evidence and the program's features stay
+    #: each claim's own.
+    excerpts: Literal["claim", "answer"] = "claim"
     #: the model's context in tokens, for verify_claims v2's one-call-per-answer rule; None:
     #: litellm's model information, else 8192
     context_tokens: int | None = Field(default=None, ge=1024, le=10_000_000)
@@ -151,6 +158,7 @@ class JudgeConfig(BaseModel):
         "verify_batch_size",
         "max_claims_per_answer",
         "context_tokens",
+        "excerpts",
     )
     #: Fields added after the first judge versions were published, with the value that
     #: reproduces the behaviour from before they existed. At that value a field is left out
@@ -165,6 +173,7 @@ class JudgeConfig(BaseModel):
         "abstention_silent_max": 0.3,
         "score_model": None,
         "context_tokens": None,
+        "excerpts": "claim",
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = (

@@ -113,10 +113,16 @@ def boundary_for(data: Any) -> str:
     return "DATA-" + content_hash(data)[:16]
 
 
-def render(name: str, version: str, root: Path | None = None, **data: Any) -> RenderedPrompt:
-    """Render the ``system`` and ``user`` blocks of a template version into chat messages."""
+def render(
+    name: str, version: str, root: Path | None = None, frame: Any = None, **data: Any
+) -> RenderedPrompt:
+    """Render the ``system`` and ``user`` blocks of a template version into chat messages.
+
+    The frame token is derived from ``data``, or from ``frame`` when given: data shared by
+    several prompts (e.g. every claim of an answer with their excerpts), which must hold all
+    the framed text of this prompt, so that the prompts get the same token."""
     template, sha256 = _loaded(root, name, version)
-    variables = dict(data, boundary=boundary_for(data))
+    variables = dict(data, boundary=boundary_for(data if frame is None else frame))
     ctx = template.new_context(variables)
     system = "".join(template.blocks["system"](ctx)).strip()
     ctx = template.new_context(variables)
