@@ -12,7 +12,7 @@ SAMPLE ?= gold/samples/answers.jsonl
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[embedded,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[embedded,dev,ray]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -43,8 +43,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check judge calibration tests bench
 	$(BIN)/python -m mypy judge calibration
 
+# Side by side with the peers' recorded figures on shared/bench (see bench/README.md); prints
+# figures, asserts nothing. BENCH_ARGS=--embedded adds the embedded model's seconds per claim.
 bench: $(STAMP)
-	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/bench.py $(BENCH_ARGS)
 
 # Judge the fixed external-gold check subset (358 claims, gold/eval_xl.jsonl) with the embedded
 # default model (about 40 min on 2 cores from an empty store; resumable, stored calls are

@@ -20,6 +20,7 @@ import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -37,6 +38,7 @@ from judge.models.client import Limits, RunStopped
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
 from judge.runs.batch import BatchInput, Progress, run_batch
+from judge.runs.executors import ExecutorName
 from judge.runs.summary import RunSummary
 from judge.store import Store
 from judge.verdicts import AnswerStatus, Verdict
@@ -151,6 +153,9 @@ def judge_answers(
     max_calls: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> JudgeResults:
     """Judge answer records (dicts in the JSONL schema, or :class:`AnswerRecord` s).
 
@@ -166,14 +171,19 @@ def judge_answers(
     on record). ``max_calls`` / ``max_tokens`` / ``max_cost`` (USD) are budgets of this call:
     when one is spent, or the provider fails ``breaker_after`` calls in a row, the run stops
     cleanly and :class:`RunStopped` is raised, carrying ``summary`` and the ``results`` of
-    what finished; calling again with the same input resumes."""
+    what finished; calling again with the same input resumes.
+
+    ``executor="ray"`` spreads the answers over ``workers`` Ray workers (default: one per CPU
+    of the cluster; ``ray_address`` names a cluster, else a local one is started); this
+    process alone writes ``db``, so results and resuming are the same as with ``"local"``."""
     raw = list(records)
     items = list(without_duplicates(
         (validate_record(r, i) for i, r in enumerate(raw)), what="record"))
     name = "records"
     sha = content_hash([_identity(r) for r in raw])
     return _judge(BatchInput(items, name, sha), "record", config, db, concurrency, on_error,
-                  progress, purpose, retry_errors, Limits(max_calls, max_tokens, max_cost))
+                  progress, purpose, retry_errors, Limits(max_calls, max_tokens, max_cost),
+                  Spread(executor, ray_address, workers))
 
 
 def judge_file(
@@ -189,16 +199,20 @@ def judge_file(
     max_calls: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> JudgeResults:
     """Judge a JSONL batch (a path, bytes, or a binary stream such as a pipe: read once).
 
-    Like :func:`judge_answers`, but a bad line is by default reported (in the results and in
-    ``summary.rejected_lines``, with its line number and reason) and the rest is judged."""
+    Like :func:`judge_answers` (``executor``, ``ray_address`` and ``workers`` too), but a bad
+    line is by default reported (in the results and in ``summary.rejected_lines``, with its
+    line number and reason) and the rest is judged."""
     batch = read_jsonl(path)
     name = str(path) if isinstance(path, str | Path) else "stream"
     return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db, concurrency,
                   on_error, progress, purpose, retry_errors,
-                  Limits(max_calls, max_tokens, max_cost))
+                  Limits(max_calls, max_tokens, max_cost), Spread(executor, ray_address, workers))
 
 
 def _identity(record: Any) -> Any:
@@ -218,7 +232,9 @@ def _judge(
     purpose: str,
     retry_errors: bool = False,
     limits: Limits | None = None,
+    spread: Spread | None = None,
 ) -> JudgeResults:
+    spread = spread or Spread()
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     cfg = _config(config, concurrency=concurrency)
@@ -235,13 +251,24 @@ def _judge(
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256)
         summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
-                                 limits=limits, retry_errors=retry_errors))
+                                 limits=limits, retry_errors=retry_errors,
+                                 executor=spread.executor, ray_address=spread.ray_address,
+                                 workers=spread.workers))
         results = JudgeResults(_results(store, summary, batch.items, what), summary,
                                store.path)
         if summary.stopped:
             raise RunStopped(f"run {summary.run_id} stopped: {summary.stopped}", summary,
                              results)
         return results
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where the answers are judged (see :func:`judge_answers`)."""
+
+    executor: ExecutorName = "local"
+    ray_address: str | None = None
+    workers: int | None = None
 
 
 def _shift(item: AcceptedLine | RejectedLine) -> AcceptedLine | RejectedLine:

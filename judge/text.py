@@ -67,8 +67,32 @@ def _fold(cluster: str) -> str:
     return "".join(out)
 
 
+_NON_SPACE = re.compile(r"\S+")
+
+
+def _normalize_ascii(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """:func:`_normalize_uncached` of ASCII text, the same result, fast: NFKC and the
+    punctuation table change nothing there but ``'`` (to ``"``), casefold is lower(), and a
+    whitespace run between two words becomes one space mapped to the run's first character."""
+    pieces: list[str] = []
+    starts: list[int] = []
+    prev_end = -1
+    for m in _NON_SPACE.finditer(text):
+        start, end = m.span()
+        if pieces:
+            pieces.append(" ")
+            starts.append(prev_end)
+        pieces.append(m.group())
+        starts.extend(range(start, end))
+        prev_end = end
+    norm = "".join(pieces).lower().replace("'", '"')
+    return norm, tuple(starts), tuple(i + 1 for i in starts)
+
+
 def _normalize_uncached(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
     """Normalised text plus, per normalised char, the original [start, end) it came from."""
+    if text.isascii():
+        return _normalize_ascii(text)
     chars: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -97,7 +121,16 @@ def _normalize_uncached(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...
 
 
 #: Sources are searched many times (one quote per citation and per evidence): keep a few.
-_normalize = lru_cache(maxsize=32)(_normalize_uncached)
+_normalize = lru_cache(maxsize=64)(_normalize_uncached)
+
+#: Claims, quotes and sentences are normalised and tokenised again and again (checks, evidence
+#: strength, excerpts, signals): texts up to this long are cached, longer ones never.
+CACHED_CHARS = 4000
+
+
+@lru_cache(maxsize=16384)
+def _normalize_short(text: str) -> str:
+    return _normalize_uncached(text)[0]
 
 
 def normalize_with_map(text: str) -> tuple[str, list[int]]:
@@ -116,7 +149,10 @@ def normalize_with_map(text: str) -> tuple[str, list[int]]:
 
 
 def normalize(text: str) -> str:
-    """Only the normalised text of :func:`normalize_with_map` (not cached)."""
+    """Only the normalised text of :func:`normalize_with_map` (cached up to
+    :data:`CACHED_CHARS` characters)."""
+    if len(text) <= CACHED_CHARS:
+        return _normalize_short(text)
     return _normalize_uncached(text)[0]
 
 
@@ -191,7 +227,18 @@ _TOKEN = re.compile(
 def tokens(text: str) -> list[str]:
     """Lexical tokens: lowercased latin words and numbers, CJK character bigrams (a single
     CJK character on its own is a unigram). English stopwords and one-letter words are dropped;
-    ``1,000`` becomes ``1000``."""
+    ``1,000`` becomes ``1000``. Cached up to :data:`CACHED_CHARS` characters."""
+    if len(text) <= CACHED_CHARS:
+        return list(_tokens_short(text))
+    return _tokens(text)
+
+
+@lru_cache(maxsize=16384)
+def _tokens_short(text: str) -> tuple[str, ...]:
+    return tuple(_tokens(text))
+
+
+def _tokens(text: str) -> list[str]:
     out: list[str] = []
     for m in _TOKEN.finditer(normalize(text)):
         if m.lastgroup == "cjk":
@@ -321,10 +368,16 @@ def _bm25_idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-@lru_cache(maxsize=16)
-def _sentence_tokens(text: str) -> tuple[list[tuple[int, int]], list[set[str]]]:
+@lru_cache(maxsize=64)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """:func:`split_sentences` of a source, cached per source."""
+    return tuple(split_sentences(text))
+
+
+@lru_cache(maxsize=64)
+def _sentence_tokens(text: str) -> tuple[tuple[tuple[int, int], ...], list[set[str]]]:
     """Sentence spans of a source and each sentence's token set (cached per source)."""
-    spans = passage_sentences(text)
+    spans = tuple(passage_sentences(text))
     return spans, [set(tokens(text[s:e])) for s, e in spans]
 
 
@@ -363,3 +416,19 @@ def best_passages(
         if all(e <= cs or s >= ce for cs, ce, _ in chosen):
             chosen.append((s, e, score))
     return chosen
+
+
+# -- token estimate ----------------------------------------------------------------------------
+
+#: characters per model token of non-CJK text (cl100k and Qwen tokenizers give 3.5 to 4.5 on
+#: English prose)
+CHARS_PER_TOKEN = 3.5
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Model tokens of ``text``, estimated without a tokenizer (the same on every machine, on
+    the high side for English): a CJK character or kana counts one, other text one per
+    :data:`CHARS_PER_TOKEN` characters, rounded up."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / CHARS_PER_TOKEN)

@@ -75,6 +75,56 @@ def split_sentences_of(user: str) -> list[tuple[str, str]]:
     if framed:
         return [(n, t) for _, n, t in framed]
     return re.findall(r"^Sentence (\d+): (.*)$", user, re.M)
+def _headed_frames(text: str) -> list[tuple[str, str]]:
+    """(header after the token, body) of every frame."""
+    return re.findall(r"<<DATA-[0-9a-f]{16}([^\n]*)\n(.*?)\nDATA-[0-9a-f]{16}>>", text, re.S)
+
+
+def compact_rule(user: str) -> str:
+    """verify_claims v2: a frame per source (``source "S1"``) and per claim (``claim 3``);
+    evidence is a short quote (the first words of the claim when it occurs in a source)."""
+    sources, claims = [], []
+    for head, body in _headed_frames(user):
+        body = body.strip()
+        if m := re.match(r' source ("(?:[^"\\]|\\.)*")', head):
+            sources.append((json.loads(m.group(1)), body))
+        elif m := re.match(r" claim (\d+)\b", head):
+            claims.append((int(m.group(1)), body))
+    judgements = []
+    for number, text in claims:
+        hit = next((sid for sid, body in sources if text in body), None)
+        if hit:
+            quote = " ".join(text.split()[:6])
+            judgements.append({"claim": number, "label": "supported",
+                               "evidence": [{"source": hit, "quote": quote}],
+                               "rationale": "stated verbatim"})
+        else:
+            judgements.append({"claim": number, "label": "not_in_source",
+                               "subtype": "unsupported_addition", "evidence": [],
+                               "rationale": "not found"})
+    return json.dumps({"judgements": judgements}, ensure_ascii=False)
+
+
+def claim_texts(user: str) -> list[tuple[int, str]]:
+    """(number, text) of the claims of a verify prompt (v1: numbered lines; v2: frames)."""
+    framed = [(int(m.group(1)), body.strip()) for head, body in _headed_frames(user)
+              if (m := re.match(r" claim (\d+)\b", head))]
+    if framed:
+        return framed
+    return [(int(n), t.strip()) for n, t in
+            re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", user, re.M)]
+
+
+def verify_reply(schema: str, judgements: list[dict[str, Any]]) -> str:
+    """Judgements written as for verify_claims v1 (``source_id`` in evidence), in the shape the
+    call's schema asks (v2's compact evidence names the source ``source``)."""
+    if schema == "CompactVerifyOutput":
+        judgements = [
+            {**j, "evidence": [{"source": e["source_id"], "quote": e["quote"]}
+                               for e in j.get("evidence", [])]}
+            for j in judgements
+        ]
+    return json.dumps({"judgements": judgements}, ensure_ascii=False)
 
 
 def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
@@ -96,6 +146,8 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
         claim = frames[-1].strip() if frames else ""
         supported = any(claim and claim in body for body in frames[:-1])
         return json.dumps({"label": "supported" if supported else "not_in_source"})
+    if schema == "CompactVerifyOutput":
+        return compact_rule(user)
     sources = re.findall(r'source_id="([^"]*)"[^\n]*\n(.*?)\nDATA-', user, re.S)
     claims = re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", frames[-1] if frames else "", re.M)
     judgements = []

@@ -51,6 +51,12 @@ def run(
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0.0, help="Stop after this cost in USD (litellm's prices)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object at the end."),
+    executor: str = typer.Option(
+        "local", "--executor", help="local, or ray: spread the answers over Ray workers."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Ray workers (default: one per CPU of the cluster)."),
 ) -> None:
     """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
 
@@ -64,6 +70,8 @@ def run(
 
     if str(input) != "-" and not input.exists():
         fail(f"input file {input} does not exist")
+    if executor not in ("local", "ray"):
+        fail(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
     store = open_store(db)
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
@@ -73,7 +81,9 @@ def run(
         try:
             results = api.judge_file(
                 source, config=cfg, db=store, progress=progress, retry_errors=retry_errors,
-                max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost)
+                max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost,
+                executor=executor,  # type: ignore[arg-type]
+                ray_address=ray_address, workers=workers)
         except api.RunStopped as exc:
             stopped, results = exc, exc.results
         except KeyboardInterrupt:

@@ -61,7 +61,7 @@ class JudgeConfig(BaseModel):
     seed: int = 0
     max_tokens: int = Field(default=1024, ge=16, le=32768)
     prompts: dict[str, str] = Field(
-        default_factory=lambda: {"split_claims": "v2", "verify_claims": "v1"}
+        default_factory=lambda: {"split_claims": "v2", "verify_claims": "v2"}
     )
     schema_version: str = SCHEMA_VERSION
     #: "batch": the model labels several claims per call against whole sources and quotes
@@ -97,7 +97,19 @@ class JudgeConfig(BaseModel):
     #: features (judge.decide.linear), fitted by research/fit_linear.py; replaces ``label_bias`` and
     #: the signal overrides (the signals become its features).
     score_model: ScoreModel | None = None
+    #: verify_claims v1: claims per verify call. v2 and later put every claim of an answer in
+    #: one call when it fits ``context_tokens`` and ``max_tokens`` (judge.decide.fit).
     verify_batch_size: int = Field(default=4, ge=1, le=50)
+    #: "scores": the excerpts the model reads with a claim. "claim": the ones
+    #: located for that claim. "answer": one set for every claim of an answer (the best of each
+    #: claim's, within a budget), so the prompts of an answer's claims share their beginning and
+    #: the embedded runtime's prompt cache (CLAIM_JUDGE_PROMPT_CACHE=1) reuses it. An answer of
+    #: one claim is asked exactly as with "claim". The evidence and the program's features stay
+    #: each claim's own.
+    excerpts: Literal["claim", "answer"] = "claim"
+    #: the model's context in tokens, for verify_claims v2's one-call-per-answer rule; None:
+    #: litellm's model information, else 8192
+    context_tokens: int | None = Field(default=None, ge=1024, le=10_000_000)
     #: the most claims one answer may have, split or given (more: a ``judge_error``)
     max_claims_per_answer: int = Field(default=40, ge=1, le=500)
     #: refuse to judge an answer that names no ``generator`` (then self-grading cannot be
@@ -116,7 +128,15 @@ class JudgeConfig(BaseModel):
     backoff_s: float = Field(default=1.0, ge=0.0, le=60.0)
     #: stop the run after this many consecutive calls failed at the provider
     breaker_after: int = Field(default=5, ge=1, le=1000)
+    #: answers judged at once (per process; per Ray worker with the Ray executor)
     concurrency: int = Field(default=1, ge=1, le=64)
+    #: model calls in flight at once, per process; None: 4 x ``concurrency`` (the independent
+    #: calls of one answer, e.g. its verify batches, do not wait on each other)
+    call_concurrency: int | None = Field(default=None, ge=1, le=1024)
+    #: the provider's limits: requests and tokens (prompt + max_tokens) per minute, honoured
+    #: across all calls in flight; with the Ray executor each worker takes an equal share
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
 
     #: fields that change a verdict, hence the judge version
     VERSIONED: ClassVar[tuple[str, ...]] = (
@@ -142,6 +162,8 @@ class JudgeConfig(BaseModel):
         "verify_batch_size",
         "max_claims_per_answer",
         "require_generator",
+        "context_tokens",
+        "excerpts",
     )
     #: Fields added after the first judge versions were published, with the value that
     #: reproduces the behaviour from before they existed. At that value a field is left out
@@ -156,10 +178,13 @@ class JudgeConfig(BaseModel):
         "abstention_silent_max": 0.3,
         "score_model": None,
         "require_generator": False,
+        "context_tokens": None,
+        "excerpts": "claim",
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = (
         "api_base", "timeout_s", "retries", "reasks", "backoff_s", "breaker_after", "concurrency",
+        "call_concurrency", "rpm", "tpm",
     )
 
     @field_validator("prompts")
@@ -217,6 +242,19 @@ class JudgeConfig(BaseModel):
         if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
             data = {**EMBEDDED_PROFILE, **data}
         return cls.model_validate(data)
+
+    def calls_in_flight(self) -> int:
+        """Model calls in flight at once (``call_concurrency``, default 4 x concurrency)."""
+        return self.call_concurrency or 4 * self.concurrency
+
+    def share(self, workers: int) -> JudgeConfig:
+        """This config for one of ``workers`` processes that together keep its rate limits."""
+        if workers <= 1:
+            return self
+        return self.model_copy(update={
+            "rpm": None if self.rpm is None else max(1, self.rpm // workers),
+            "tpm": None if self.tpm is None else max(1, self.tpm // workers),
+        })
 
     def versioned_fields(self) -> dict[str, Any]:
         fields = {

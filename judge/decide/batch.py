@@ -1,44 +1,93 @@
-"""Strategy ``batch``: the model labels up to ``verify_batch_size`` claims per call against
-the whole sources, quoting its evidence (checked by the program afterwards). Made for strong
-models."""
+"""Strategy ``batch``: the model labels several claims per call against the whole sources,
+quoting its evidence (checked by the program afterwards). Made for strong models.
+
+With verify_claims v1, ``verify_batch_size`` claims go in each call. From v2 on, every claim of
+an answer goes in one call when it fits the model's context and ``max_tokens``, else as few
+calls as fit (:mod:`judge.decide.fit`); the model answers in the compact schema
+(:class:`~judge.models.schemas.CompactVerifyOutput`), whose evidence is a short quote that the
+program finds in the named source and extends to its sentence (:func:`extend_quote`). A quote
+that is not found stays as the model wrote it, so the quote check fails (fail closed)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+from judge.config import JudgeConfig
 from judge.decide import Decision, StrategyBase
-from judge.models.client import CallFailed
-from judge.models.prompts import render
-from judge.models.schemas import ClaimJudgement, VerifyOutput
+from judge.decide.fit import TOKENS_PER_FRAME, estimate_tokens, fits_whole, plan
+from judge.models.client import CallFailed, ModelClient, response_schema
+from judge.models.prompts import RenderedPrompt, render
+from judge.models.schemas import (
+    ClaimJudgement,
+    CompactJudgement,
+    CompactVerifyOutput,
+    EvidenceQuote,
+    VerifyOutput,
+)
 from judge.records import AnswerRecord
+from judge.text import find_quote, sentence_spans
 from judge.verdicts import Claim
+
+#: (judgement or why there is none, by claim number; error of the whole call; call id)
+Judged = tuple[dict[int, ClaimJudgement | str], str | None, str | None]
+
+
+def prompt_version(version: str) -> int:
+    return int(version.lstrip("v"))
 
 
 class BatchStrategy(StrategyBase):
+    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path) -> None:
+        super().__init__(config, client, root)
+        self.version = config.prompts["verify_claims"]
+        self.compact = prompt_version(self.version) >= 2
+
     async def decide(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
     ) -> list[Decision]:
-        size = self.config.verify_batch_size
-        batches = [claims[i : i + size] for i in range(0, len(claims), size)]
-        results = await asyncio.gather(*(self._batch(record, b, run_id) for b in batches))
+        if self.compact:
+            batches, results = await self._fitted(record, claims, run_id)
+        else:
+            size = self.config.verify_batch_size
+            batches = [claims[i : i + size] for i in range(0, len(claims), size)]
+            results = list(await asyncio.gather(
+                *(self._batch(record, b, run_id) for b in batches)))
         decisions = []
+        first = 1
         for batch, (judgements, error, call) in zip(batches, results, strict=True):
             calls = [call] if call else []
-            for number, claim in enumerate(batch, start=1):
-                j = judgements.get(number)
-                err = error if error else (None if j else f"no judgement for claim {number}")
-                if not error and number in judgements and j is None:
-                    err = (f"the model gave more than one judgement for claim {number} "
-                           "(conflicting or duplicate): fail closed")
+            # v1 numbers the claims of each call from 1; v2 numbers the answer's claims
+            start = first if self.compact else 1
+            for number, claim in enumerate(batch, start=start):
+                found = judgements.get(number)
+                j = None if isinstance(found, str) else found
+                err: str | None = found if isinstance(found, str) else error
+                if err is None and j is None:
+                    err = f"no judgement for claim {number}"
                 decisions.append(Decision(claim, j, err, list(calls)))
+            first += len(batch)
         return decisions
+
+    # -- v1: fixed batches ------------------------------------------------------------------
 
     async def _batch(
         self, record: AnswerRecord, batch: list[Claim], run_id: str | None
-    ) -> tuple[dict[int, ClaimJudgement | None], str | None, str | None]:
-        prompt = render(
+    ) -> Judged:
+        prompt = self._render(record, batch, 1)
+        try:
+            out, call = await self.client.structured(prompt, VerifyOutput, "verify", run_id)
+        except CallFailed as exc:
+            return {}, f"verify failed: {exc}", exc.call_id
+        by_number: dict[int, ClaimJudgement | str] = {}
+        for j in out.judgements:  # a claim judged twice: neither judgement is trusted
+            by_number[j.claim] = judged_twice(j.claim) if j.claim in by_number else j
+        return by_number, None, call
+
+    def _render(self, record: AnswerRecord, batch: list[Claim], first: int) -> RenderedPrompt:
+        return render(
             "verify_claims",
-            self.config.prompts["verify_claims"],
+            self.version,
             self.root,
             sources=[
                 {
@@ -52,14 +101,95 @@ class BatchStrategy(StrategyBase):
             ],
             claims=[
                 {"number": n, "text": c.text, "cites": sorted({cit.source for cit in c.citations})}
-                for n, c in enumerate(batch, start=1)
+                for n, c in enumerate(batch, start=first)
             ],
         )
+
+    # -- v2: as few calls as fit, compact output ---------------------------------------------
+
+    async def _fitted(
+        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
+    ) -> tuple[list[list[Claim]], list[Judged]]:
+        whole = self._render(record, claims, 1)
+        schema = estimate_tokens(str(response_schema(CompactVerifyOutput)))
+        if fits_whole(_tokens(whole) + schema, len(claims), self.config):
+            sizes = [len(claims)]
+        else:
+            fixed = _tokens(self._render(record, [], 1)) + schema
+            sizes = plan(fixed, [estimate_tokens(c.text) + TOKENS_PER_FRAME for c in claims],
+                         self.config)
+        batches, prompts, first = [], [], 1
+        for size in sizes:
+            batch = claims[first - 1 : first - 1 + size]
+            batches.append(batch)
+            prompts.append(whole if size == len(claims) else self._render(record, batch, first))
+            first += size
+        starts = [sum(sizes[:i]) + 1 for i in range(len(sizes))]
+        results = await asyncio.gather(*(
+            self._compact_call(record, prompt, start, len(batch), run_id)
+            for prompt, start, batch in zip(prompts, starts, batches, strict=True)))
+        return batches, list(results)
+
+    async def _compact_call(
+        self, record: AnswerRecord, prompt: RenderedPrompt, first: int, count: int,
+        run_id: str | None,
+    ) -> Judged:
         try:
-            out, call = await self.client.structured(prompt, VerifyOutput, "verify", run_id)
+            out, call = await self.client.structured(prompt, CompactVerifyOutput, "verify",
+                                                     run_id)
         except CallFailed as exc:
             return {}, f"verify failed: {exc}", exc.call_id
-        by_number: dict[int, ClaimJudgement | None] = {}
-        for j in out.judgements:  # a number judged twice: None (no judgement wins)
-            by_number[j.claim] = None if j.claim in by_number else j
-        return by_number, None, call
+        wanted = range(first, first + count)
+        seen: dict[int, CompactJudgement] = {}
+        conflicting: set[int] = set()
+        for j in out.judgements:
+            if j.claim in seen:
+                conflicting.add(j.claim)  # judged twice: neither judgement is trusted
+            seen.setdefault(j.claim, j)
+        judged: dict[int, ClaimJudgement | str] = {
+            n: expand(j, record) for n, j in seen.items() if n in wanted}
+        for n in conflicting & set(wanted):
+            judged[n] = judged_twice(n)
+        return judged, None, call
+
+
+def judged_twice(number: int) -> str:
+    return (f"the model gave more than one judgement for claim {number} (conflicting or "
+            "duplicate): fail closed")
+
+
+def _tokens(prompt: RenderedPrompt) -> int:
+    return sum(estimate_tokens(m["content"]) for m in prompt.messages)
+
+
+def expand(judgement: CompactJudgement, record: AnswerRecord) -> ClaimJudgement:
+    """A compact judgement as a full one, each quote extended to its sentence when found."""
+    return ClaimJudgement(
+        claim=judgement.claim,
+        label=judgement.label,
+        subtype=judgement.subtype,
+        evidence=[
+            EvidenceQuote(source_id=e.source, quote=extend_quote(e.source, e.quote, record))
+            for e in judgement.evidence
+        ],
+        rationale=judgement.rationale,
+    )
+
+
+def extend_quote(source_id: str, quote: str, record: AnswerRecord) -> str:
+    """The sentence(s) of the source that hold the quote, found after normalisation; the
+    quote unchanged when the source or the quote is not found (the quote check then fails)."""
+    source = record.source(source_id)
+    if source is None:
+        return quote
+    content = source.content
+    span = find_quote(quote, content)
+    if span is None:
+        return quote
+    start, end = span
+    for s, e in sentence_spans(content):
+        if s <= span[0] < e:
+            start = min(start, s)
+        if s < span[1] <= e:
+            end = max(end, e)
+    return content[start:end]

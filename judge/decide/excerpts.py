@@ -74,6 +74,46 @@ def best_sentences(claim: str, record: AnswerRecord, k: int) -> list[tuple[float
 
 
 
+#: the budget of an answer's shared excerpts (``excerpts = "answer"``)
+ANSWER_BUDGET_CHARS = 2500
+
+
+def shared_excerpts(
+    located: list[list[Evidence]], record: AnswerRecord, budget: int = ANSWER_BUDGET_CHARS
+) -> list[Evidence]:
+    """One set of excerpts for all the claims of an answer: each claim's best excerpt first,
+    then each claim's second, ... (overlapping ones merged) while they fit ``budget``; given
+    in source order, so the prompts of the answer's claims begin the same way."""
+    spans: list[tuple[str, int, int]] = []
+    used = 0
+    depth = max((len(x) for x in located), default=0)
+    for rank in range(depth):
+        for found in located:
+            if rank >= len(found) or found[rank].start is None or found[rank].end is None:
+                continue
+            e = found[rank]
+            start, end = int(e.start or 0), int(e.end or 0)
+            merged = [(s, a, b) for s, a, b in spans
+                      if s == e.source_id and a < end and start < b]
+            if merged:
+                start = min(start, *(a for _, a, _ in merged))
+                end = max(end, *(b for _, _, b in merged))
+            grown = (end - start) - sum(b - a for _, a, b in merged)
+            if spans and used + grown > budget:
+                continue
+            spans = [x for x in spans if x not in merged] + [(e.source_id, start, end)]
+            used += grown
+    order = {s.id: i for i, s in enumerate(record.sources)}
+    spans.sort(key=lambda x: (order.get(x[0], len(order)), x[1]))
+    out = []
+    for source_id, start, end in spans:
+        source = record.source(source_id)
+        if source is not None:
+            out.append(Evidence(source_id=source_id, quote=source.content[start:end],
+                                found=True, start=start, end=end))
+    return out
+
+
 def excerpt_data(located: list[Evidence]) -> list[dict[str, str]]:
     """Program-located excerpts as the prompt templates take them."""
     return [{"source_id": e.source_id, "text": e.quote or ""} for e in located]

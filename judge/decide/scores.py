@@ -12,29 +12,46 @@ per-label bias (``label_bias``) and taking the best. The resulting probability o
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import TYPE_CHECKING
 
-from judge.decide import Decision, PerClaim
-from judge.decide.excerpts import excerpt_data, locate_excerpts
+from judge.decide import Decision, StrategyBase
+from judge.decide.excerpts import excerpt_data, locate_excerpts, shared_excerpts
 from judge.decide.linear import decide_linear, features
 from judge.decide.options import OPTIONS, decide, describe, log_normalise
 from judge.models.client import CallFailed
 from judge.models.prompts import render
 from judge.models.schemas import ClaimJudgement
 from judge.text import has_cjk
-from judge.verdicts import Claim, Label
+from judge.verdicts import Claim, Evidence, Label
 
 if TYPE_CHECKING:
     from judge.records import AnswerRecord
 
-class ScoresStrategy(PerClaim):
-    async def one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
-        located = locate_excerpts(claim.text, record)
+class ScoresStrategy(StrategyBase):
+    async def decide(
+        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
+    ) -> list[Decision]:
+        located = [locate_excerpts(c.text, record) for c in claims]
+        shown: list[list[Evidence]] = located
+        frame = None
+        if self.config.excerpts == "answer" and len(claims) > 1:
+            shared = shared_excerpts(located, record)
+            shown = [shared] * len(claims)
+            frame = {"excerpts": excerpt_data(shared), "claims": [c.text for c in claims]}
+        return list(await asyncio.gather(*(
+            self._one(record, c, run_id, own, seen, frame)
+            for c, own, seen in zip(claims, located, shown, strict=True))))
+
+    async def _one(
+        self, record: AnswerRecord, claim: Claim, run_id: str | None,
+        located: list[Evidence], shown: list[Evidence], frame: object = None,
+    ) -> Decision:
         version = self.config.prompts["choose_label"]
         prompt = render(
-            "choose_label", version, self.root, claim=claim.text, excerpts=excerpt_data(located),
-            zh=has_cjk(claim.text),
+            "choose_label", version, self.root, frame=frame, claim=claim.text,
+            excerpts=excerpt_data(shown), zh=has_cjk(claim.text),
         )
         try:
             logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)

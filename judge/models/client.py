@@ -21,6 +21,9 @@ Once a run is stopped, every later call of the client raises :class:`RunStopped`
 Calls named in ``refresh`` (``judge run --retry-errors``: the calls behind stored
 ``judge_error`` verdicts) are made again even when their stored output parses; the stored row
 they replace is kept by the store.
+At most ``call_concurrency`` calls are in flight at once (the runner bounds answers in flight
+with ``concurrency`` separately), and every HTTP attempt waits for the provider's rate limits
+(``rpm`` / ``tpm``, :mod:`judge.models.ratelimit`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import cache  # noqa: E402
-from typing import Any, TypeVar  # noqa: E402
+from typing import Any, Protocol, TypeVar  # noqa: E402
 
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
@@ -46,7 +49,9 @@ from judge.models.attempts import Attempts, backoff, is_transient, retry_after, 
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
 from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
-from judge.store import Store, now  # noqa: E402
+from judge.models.ratelimit import RateLimiter  # noqa: E402
+from judge.store import now  # noqa: E402
+from judge.text import estimate_tokens  # noqa: E402
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -75,6 +80,14 @@ class RunStopped(RuntimeError):
         super().__init__(message)
         self.summary = summary
         self.results = results
+
+
+class CallStore(Protocol):
+    """Where calls are kept: the store, or a run's write buffer in front of it."""
+
+    def get_call(self, call_id: str) -> dict[str, Any] | None: ...
+
+    def save_call(self, row: dict[str, Any], attempts: Any = ()) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,37 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
+def _remember_checked_models() -> None:
+    """instructor checks every response model for async validators on every call (walking all
+    its members, several times per call); a class that passed once passes again, so the check
+    runs once per class. Same result, applied process-wide, once."""
+    from instructor.v2.validation import async_validators
+
+    original = async_validators.reject_async_validators
+    if getattr(original, "_claim_judge_memo", False):
+        return
+    passed: set[type] = set()
+
+    def reject_async_validators(response_model: Any) -> None:
+        if isinstance(response_model, type) and response_model in passed:
+            return
+        original(response_model)
+        if isinstance(response_model, type):
+            passed.add(response_model)
+
+    reject_async_validators._claim_judge_memo = True  # type: ignore[attr-defined]
+    async_validators.reject_async_validators = reject_async_validators
+
+
+@cache
+def instructor_model(model: type[T]) -> type[T]:
+    """The response model as instructor uses it (its ``ResponseSchema`` subclass), made once:
+    instructor would otherwise create that class, and its JSON schema, on every call."""
+    from instructor.v2.core.function_calls import response_schema as wrap
+
+    return wrap(model)
+
+
 def ensure_provider(model: str) -> None:
     """Register lazily the local providers a model string needs."""
     if model.startswith("embedded/"):
@@ -118,7 +162,7 @@ def ensure_provider(model: str) -> None:
 class ModelClient:
     """Model calls with a store-backed cache. ``replay=True`` never calls a model."""
 
-    def __init__(self, config: JudgeConfig, store: Store | None, replay: bool = False,
+    def __init__(self, config: JudgeConfig, store: CallStore | None, replay: bool = False,
                  limits: Limits | None = None) -> None:
         self.config = config
         self.store = store
@@ -131,7 +175,9 @@ class ModelClient:
         self.refresh: set[str] = set()
         #: call id -> the model the provider said answered it (calls made or served here)
         self.answered_as: dict[str, str] = {}
-        self._semaphore = asyncio.Semaphore(config.concurrency)
+        self._semaphore = asyncio.Semaphore(config.calls_in_flight())
+        self._rate = RateLimiter(config.rpm, config.tpm)
+        self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._consecutive_failures = 0
         self._instructor: Any = None
@@ -241,6 +287,7 @@ class ModelClient:
             # instructor logs each failed try as an error; every try is recorded here instead
             # (call_attempts), so its log would only repeat it on stderr
             logging.getLogger("instructor").setLevel(logging.CRITICAL)
+            _remember_checked_models()
             # async_client=True is what instructor detects at run time for acompletion; said
             # explicitly so the type checker picks the AsyncInstructor overload.
             self._instructor = instructor.from_litellm(
@@ -272,13 +319,14 @@ class ModelClient:
                 model=self.config.model,
                 # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
                 messages=prompt.messages,  # type: ignore[arg-type]
-                response_model=response_model,
+                response_model=instructor_model(response_model),
                 max_retries=self.config.reasks,
                 hooks=hooks,
                 timeout=self.config.timeout_s,
                 **self.params(),
                 **self.endpoint(),
-            )
+            ),
+            call_id, self._rate_tokens(prompt, self.config.max_tokens),
         )
         parsed: T | None = result[0] if result is not None else None
         latency = (time.perf_counter() - started) * 1000
@@ -363,7 +411,7 @@ class ModelClient:
             return response
 
         scores = None
-        response, error = await self._retrying(send)
+        response, error = await self._retrying(send, call_id, self._rate_tokens(prompt, 1))
         row.update(self._describe(attempts.responses))
         if response is not None:
             try:
@@ -413,6 +461,11 @@ class ModelClient:
     def _stop(self, reason: str) -> RunStopped:
         self.stopped = self.stopped or reason
         return RunStopped(self.stopped)
+    def _rate_tokens(self, prompt: RenderedPrompt, completion: int) -> int:
+        """What a request counts against ``tpm``: the prompt (estimated) and its output limit."""
+        if self._rate.tokens is None:
+            return 0
+        return sum(estimate_tokens(m["content"]) for m in prompt.messages) + completion
 
     def _check_limits(self) -> None:
         if self.stopped:
@@ -430,12 +483,18 @@ class ModelClient:
             raise self._stop("budget spent: " + ", ".join(spent) + "; what finished is stored, "
                              "and running the same command again resumes")
 
-    async def _retrying(self, call: Callable[[], Awaitable[R]]) -> tuple[R | None, str | None]:
+    async def _retrying(
+        self, call: Callable[[], Awaitable[R]], call_id: str = "", tokens: int = 0
+    ) -> tuple[R | None, str | None]:
         """(result, None) or (None, error): transient provider errors are tried again after
-        a backoff, up to ``retries`` times; every other failure is returned at once."""
+        a backoff, up to ``retries`` times; every other failure is returned at once. Each try
+        waits for the rate limits first."""
         error = None
         transient = False
         for attempt in range(1, self.config.retries + 2):
+            if self._rate.active:
+                reserved = await self._rate.acquire(tokens)
+                self._reserved[call_id] = self._reserved.get(call_id, 0) + reserved
             try:
                 result = await call()
             except Exception as exc:  # fail closed: every failure is recorded
@@ -454,6 +513,8 @@ class ModelClient:
 
     def _finish(self, row: dict[str, Any], attempts: Attempts, ok: bool) -> None:
         self._account(row, attempts, ok)
+        used = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
+        self._rate.settle(self._reserved.pop(row["id"], 0), used)
         if self.store:
             self.store.save_call(row, attempts.rows)
         if self._consecutive_failures >= self.config.breaker_after:
@@ -478,6 +539,11 @@ class ModelClient:
             usage = getattr(each, "usage", None)
             prompt_tokens += getattr(usage, "prompt_tokens", None) or 0
             completion_tokens += getattr(usage, "completion_tokens", None) or 0
+            # litellm prices every response it returns (in its hidden params): used as is
+            known = (getattr(each, "_hidden_params", None) or {}).get("response_cost")
+            if known is not None:
+                costs.append(float(known))
+                continue
             try:
                 costs.append(float(litellm.completion_cost(completion_response=each)))
             except Exception:  # unknown models have no price; cost stays unknown

@@ -52,10 +52,11 @@ _PASSTHROUGH = frozenset(
         "parallel_tool_calls",
     }
 )
-# Keys litellm may put into optional_params that carry no meaning for a local model.
-_IGNORED = frozenset({"user", "extra_headers", "stream_options", "metadata", "store",
-                      # retry settings: the client retries, never the provider
-                      "max_retries", "num_retries"})
+# Keys litellm may put into optional_params that carry no meaning for a local model. litellm
+# turns the client's ``num_retries=0`` (the client is the one retry layer) into ``max_retries``.
+_IGNORED = frozenset(
+    {"user", "extra_headers", "stream_options", "metadata", "store", "max_retries", "num_retries"}
+)
 
 
 

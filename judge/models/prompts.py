@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateNotFound
+from jinja2 import StrictUndefined, Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from judge.hashing import content_hash
@@ -58,6 +58,7 @@ def _environment(root: Path) -> ImmutableSandboxedEnvironment:
 
     env = ImmutableSandboxedEnvironment(
         loader=FileSystemLoader(str(root)),
+        auto_reload=False,
         undefined=StrictUndefined,
         autoescape=False,  # prompts are not HTML; data is framed, not escaped
         keep_trailing_newline=False,
@@ -78,11 +79,33 @@ def template_path(name: str, version: str, root: Path | None = None) -> Path:
 
 
 def template_hash(name: str, version: str, root: Path | None = None) -> str:
+    return _loaded(root, name, version)[1]
+
+
+def _loaded(root: Path | None, name: str, version: str) -> tuple[Template, str]:
+    """A template version compiled and hashed once (again only when its file changes), from
+    the same bytes: the hash recorded with a call is always the hash of what was rendered."""
     path = template_path(name, version, root)
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        stat = path.stat()
     except FileNotFoundError as exc:
         raise PromptError(f"prompt template {name}/{version} not found at {path}") from exc
+    return _compiled(str(path.resolve()), stat.st_mtime_ns, stat.st_size, name, version)
+
+
+@lru_cache(maxsize=256)
+def _compiled(
+    path: str, mtime_ns: int, size: int, name: str, version: str
+) -> tuple[Template, str]:
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError as exc:
+        raise PromptError(f"prompt template {name}/{version} not found at {path}") from exc
+    template = _cached_env(str(Path(path).parent.parent)).from_string(raw.decode("utf-8"))
+    missing = {"system", "user"} - set(template.blocks)
+    if missing:
+        raise PromptError(f"template {name}/{version} lacks block(s): {', '.join(sorted(missing))}")
+    return template, hashlib.sha256(raw).hexdigest()
 
 
 def boundary_for(data: Any) -> str:
@@ -90,18 +113,16 @@ def boundary_for(data: Any) -> str:
     return "DATA-" + content_hash(data)[:16]
 
 
-def render(name: str, version: str, root: Path | None = None, **data: Any) -> RenderedPrompt:
-    """Render the ``system`` and ``user`` blocks of a template version into chat messages."""
-    root = root or prompts_dir()
-    env = _cached_env(str(root.resolve()))
-    try:
-        template = env.get_template(f"{name}/{version}.j2")
-    except TemplateNotFound as exc:
-        raise PromptError(f"prompt template {name}/{version} not found under {root}") from exc
-    missing = {"system", "user"} - set(template.blocks)
-    if missing:
-        raise PromptError(f"template {name}/{version} lacks block(s): {', '.join(sorted(missing))}")
-    variables = dict(data, boundary=boundary_for(data))
+def render(
+    name: str, version: str, root: Path | None = None, frame: Any = None, **data: Any
+) -> RenderedPrompt:
+    """Render the ``system`` and ``user`` blocks of a template version into chat messages.
+
+    The frame token is derived from ``data``, or from ``frame`` when given: data shared by
+    several prompts (e.g. every claim of an answer with their excerpts), which must hold all
+    the framed text of this prompt, so that the prompts get the same token."""
+    template, sha256 = _loaded(root, name, version)
+    variables = dict(data, boundary=boundary_for(data if frame is None else frame))
     ctx = template.new_context(variables)
     system = "".join(template.blocks["system"](ctx)).strip()
     ctx = template.new_context(variables)
@@ -109,7 +130,7 @@ def render(name: str, version: str, root: Path | None = None, **data: Any) -> Re
     return RenderedPrompt(
         name=name,
         version=version,
-        sha256=template_hash(name, version, root),
+        sha256=sha256,
         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
     )
 

@@ -10,7 +10,9 @@ magnitude. Bounds are enforced by the pipeline after parsing instead.
 
 from __future__ import annotations
 
-from typing import Literal
+import copy
+from functools import cache
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -26,7 +28,46 @@ SubtypeLiteral = Literal[
 ]
 
 
-class SplitClaim(BaseModel):
+class Output(BaseModel):
+    """A structured output. Its JSON schema (sent with every call, by the client for the
+    call's identity and by instructor as ``response_format``) is built once per class."""
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if args or kwargs:
+            return super().model_json_schema(*args, **kwargs)
+        return copy.deepcopy(_schema(cls))  # callers may change theirs
+
+    #: leave titles and descriptions out of the schema (tokens a provider charges for; the
+    #: prompt explains the fields)
+    bare: ClassVar[bool] = False
+
+
+@cache
+def _schema(model: type[Output]) -> dict[str, Any]:
+    schema = BaseModel.model_json_schema.__func__(model)  # type: ignore[attr-defined]
+    return _bare(schema) if model.bare else schema
+
+
+def _bare(schema: Any) -> Any:
+    """The schema without ``title`` and ``description`` keywords (properties of those names
+    are kept)."""
+    if isinstance(schema, list):
+        return [_bare(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("title", "description") and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs"):
+            out[key] = {name: _bare(sub) for name, sub in value.items()}
+        else:
+            out[key] = _bare(value)
+    return out
+
+
+class SplitClaim(Output):
     sentence: int = Field(description="number of the answer sentence this claim comes from")
     text: str = Field(min_length=1, description="one self-contained claim")
     kind: Literal["fact", "abstention"] = Field(
@@ -34,7 +75,7 @@ class SplitClaim(BaseModel):
     )
 
 
-class SplitOutput(BaseModel):
+class SplitOutput(Output):
     claims: list[SplitClaim]
 
 
@@ -42,12 +83,12 @@ class SplitOutput(BaseModel):
 SkipReason = Literal["greeting", "question", "advice", "filler"]
 
 
-class SkippedSentence(BaseModel):
+class SkippedSentence(Output):
     sentence: int = Field(description="number of the answer sentence that holds no claim")
     reason: SkipReason
 
 
-class SplitOutputV2(BaseModel):
+class SplitOutputV2(Output):
     """``split_claims`` v2: every sentence is accounted for, by claims or by a reason. A
     sentence left out of both is judged as it stands (the program checks coverage)."""
 
@@ -55,12 +96,12 @@ class SplitOutputV2(BaseModel):
     skipped: list[SkippedSentence] = Field(default_factory=list)
 
 
-class EvidenceQuote(BaseModel):
+class EvidenceQuote(Output):
     source_id: str
     quote: str = Field(description="verbatim span copied from that source")
 
 
-class ClaimJudgement(BaseModel):
+class ClaimJudgement(Output):
     claim: int = Field(description="claim number as given")
     label: LabelLiteral
     subtype: SubtypeLiteral | None = Field(
@@ -78,12 +119,49 @@ class ClaimJudgement(BaseModel):
         return self
 
 
-class VerifyOutput(BaseModel):
+class VerifyOutput(Output):
     judgements: list[ClaimJudgement]
 
 
-class ClaimLabel(BaseModel):
+class ClaimLabel(Output):
     """One label for one claim (the ``per_claim`` strategy: evidence is located by the
     program, the subtype derived by the program)."""
 
     label: LabelLiteral
+
+
+# -- verify_claims v2: compact output -------------------------------------------------------
+
+
+class SourceQuote(Output):
+    """A few words copied from a source; the program finds them and extends them to the
+    sentence (:func:`judge.decide.batch.extend_quote`), or the quote check fails."""
+
+    bare: ClassVar[bool] = True
+    source: str
+    quote: str
+
+
+class CompactJudgement(Output):
+    bare: ClassVar[bool] = True
+    claim: int
+    label: LabelLiteral
+    subtype: SubtypeLiteral | None = None
+    evidence: list[SourceQuote] = Field(default_factory=list)
+    rationale: str = ""
+
+    @model_validator(mode="after")
+    def _subtype_rule(self) -> CompactJudgement:
+        if self.label != "supported" and self.subtype is None:
+            raise ValueError(f"claim {self.claim}: subtype is required when label is {self.label}")
+        if self.label == "supported":
+            self.subtype = None
+        return self
+
+
+class CompactVerifyOutput(Output):
+    """What verify_claims v2 asks: one compact judgement per claim, no titles and no
+    descriptions in the schema (the prompt explains the fields)."""
+
+    bare: ClassVar[bool] = True
+    judgements: list[CompactJudgement]

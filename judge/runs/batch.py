@@ -1,9 +1,12 @@
 """Run a batch of answer records through the pipeline into the store: resumable and idempotent.
 
-Each answer's claims and verdicts are written in one transaction when the answer is done,
-and each model call as soon as it returns, so a run killed at any moment and started again
-finishes without losing or duplicating a verdict, and re-running a finished batch with the
-same judge version makes zero model calls.
+Each answer's claims and verdicts are written all or nothing, and model calls with them, in
+batched transactions (:class:`judge.store.buffer.WriteBuffer`: every 32 answers or every
+second, and at the end); an answer is reported done only once committed. So a run killed at
+any moment and started again finishes without losing a reported answer or duplicating a
+verdict, and re-running a finished batch with the same judge version makes zero model calls.
+Answers are judged in this process or spread over Ray workers (:mod:`judge.runs.executors`);
+the store is written here either way.
 
 Every record stands alone: a failure while checking, judging or storing one record becomes
 that record's rejection or a ``judge_error`` verdict, and the batch goes on. A run claims each
@@ -29,11 +32,13 @@ from dataclasses import dataclass
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
-from judge.models.client import Limits, ModelClient, RunStopped
+from judge.models.client import CallStore, Limits, ModelClient, RunStopped
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, RejectedLine
+from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
+from judge.store.buffer import WriteBuffer
 from judge.store.leases import LEASE_SECONDS, new_holder
 
 #: (answers done, answers to judge now)
@@ -52,9 +57,13 @@ class BatchInput:
     sha256: str
 
 
-def build_pipeline(config: JudgeConfig, store: Store | None, replay: bool = False,
-                   limits: Limits | None = None) -> Pipeline:
-    client = ModelClient(config, store, replay=replay, limits=limits)
+def build_pipeline(
+    config: JudgeConfig, store: Store | None, replay: bool = False,
+    limits: Limits | None = None, calls: CallStore | None = None,
+) -> Pipeline:
+    """``calls``: where the model client keeps its calls (default: the store itself)."""
+    client = ModelClient(config, calls if calls is not None else store, replay=replay,
+                         limits=limits)
     pipeline = Pipeline(config, client)
     if store is not None:
         store.ensure_judge_version(
@@ -72,8 +81,10 @@ class _Run:
     stopped."""
 
     def __init__(self, store: Store, pipeline: Pipeline, run_id: str, retry_errors: bool,
-                 progress: Progress | None, lease_s: float) -> None:
+                 progress: Progress | None, lease_s: float, runner: Executor,
+                 buffer: WriteBuffer) -> None:
         self.store, self.pipeline, self.run_id = store, pipeline, run_id
+        self.runner, self.buffer = runner, buffer
         self.version = pipeline.judge_version
         self.retry_errors, self.progress, self.lease_s = retry_errors, progress, lease_s
         self.holder = new_holder()
@@ -123,7 +134,7 @@ class _Run:
             pipeline.client.refresh |= self.store.error_calls(self.version, record.answer_id)
         result: JudgedAnswer | None = None
         try:
-            result = await pipeline.judge(record, self.run_id)
+            result = await self.runner.judge(record, self.run_id, self.buffer)
         except RunStopped as exc:
             self.stopped = self.stopped or str(exc)
             self.store.release_leases(self.holder, record.answer_id)
@@ -138,10 +149,14 @@ class _Run:
                 self.store.release_leases(self.holder, record.answer_id)
                 self.step()
                 return
-        self._persist(item, result, redo)
+        done = result
+
+        def write() -> None:
+            self._persist(item, done, redo)
+
         self.judged_now += 1
         self.retried += int(redo)
-        self.step()
+        self.buffer.add_answer(write, self.step)  # reported once committed
 
     def _persist(self, item: AcceptedLine, result: JudgedAnswer, redo: bool) -> None:
         try:
@@ -186,15 +201,25 @@ async def run_batch(
     limits: Limits | None = None,
     retry_errors: bool = False,
     lease_s: float = LEASE_SECONDS,
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
 ) -> RunSummary:
+    """``executor="ray"`` spreads the answers over ``workers`` Ray workers
+    (:mod:`judge.runs.ray_executor`); the store is written here either way."""
+    budgets = limits is not None and limits != Limits()
+    if executor != "local" and (retry_errors or budgets):
+        raise ValueError("--retry-errors and budgets work with the local executor only")
     started = time.perf_counter()
-    pipeline = build_pipeline(config, store, limits=limits)
+    buffer = WriteBuffer(store)
+    pipeline = build_pipeline(config, store, limits=limits, calls=buffer)
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
         code=code_fingerprint(),
     )
-    run = _Run(store, pipeline, run_id, retry_errors, progress, lease_s)
+    runner: Executor = LocalExecutor(pipeline, config)
+    run = _Run(store, pipeline, run_id, retry_errors, progress, lease_s, runner, buffer)
     todo: list[AcceptedLine] = []
     for item in batch.items:
         if isinstance(item, RejectedLine):
@@ -222,23 +247,28 @@ async def run_batch(
     run.total = len(todo)
     if progress:
         progress(0, run.total)
-    semaphore = asyncio.Semaphore(config.concurrency)
+    if todo and executor != "local":
+        run.runner = runner = _executor(executor, pipeline, config, store, ray_address, workers)
+    semaphore = asyncio.Semaphore(runner.capacity)
     beat = asyncio.ensure_future(run.heartbeat())
     try:
         await asyncio.gather(*(run.one(item, semaphore) for item in todo))
         while run.held and not run.stopped:  # answers another live run is judging
             await asyncio.sleep(HELD_POLL_S)
+            buffer.flush()  # what this run finished is visible to the others
             waiting, run.held = run.held, []
             await asyncio.gather(*(run.one(item, semaphore) for item in waiting))
     finally:
         beat.cancel()
+        runner.close()
+        buffer.flush()
         store.release_leases(run.holder)
     summary.answers_judged_now = run.judged_now
     summary.retried_answers = run.retried
     summary.answers_from_store = len(run.from_store)
     summary.answers_from_other_code = sum(1 for _, same in run.from_store if not same)
     _tally(store, summary)
-    stats = pipeline.client.stats
+    stats = runner.stats()
     summary.model_calls, summary.cached_calls, summary.failed_calls = (
         stats.made,
         stats.cached,
@@ -255,6 +285,19 @@ async def run_batch(
             pipeline.judge_version, item.record.answer_id))
     store.finish_run(run_id, summary.as_dict(), status="stopped" if run.stopped else "finished")
     return summary
+
+
+def _executor(
+    name: ExecutorName, pipeline: Pipeline, config: JudgeConfig, store: Store,
+    ray_address: str | None, workers: int | None,
+) -> Executor:
+    if name == "local":
+        return LocalExecutor(pipeline, config)
+    if name == "ray":
+        from judge.runs.ray_executor import RayExecutor
+
+        return RayExecutor(config, pipeline.judge_version, store.path, ray_address, workers)
+    raise ValueError(f"executor must be 'local' or 'ray', not {name!r}")
 
 
 def persist(

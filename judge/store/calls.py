@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from judge.store.base import StoreBase, dumps, now
@@ -41,3 +43,28 @@ class CallsMixin(StoreBase):
             chunk = ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
             yield from self.db.query(f"select {columns} from calls where id in ({marks})", chunk)
+
+
+class CallReader:
+    """Stored calls read from a store file opened read-only (no migration, no write): how a
+    Ray worker on the driver's machine serves the calls a run already made. Returns None for
+    every call when the file cannot be opened (a worker on another machine)."""
+
+    def __init__(self, path: Path | str | None) -> None:
+        self.conn: sqlite3.Connection | None = None
+        if path is not None and Path(path).is_file():
+            try:
+                self.conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True,
+                                            check_same_thread=False)
+                self.conn.row_factory = sqlite3.Row
+            except sqlite3.Error:
+                self.conn = None
+
+    def get_call(self, call_id: str) -> dict[str, Any] | None:
+        if self.conn is None:
+            return None
+        try:
+            row = self.conn.execute("select * from calls where id = ?", [call_id]).fetchone()
+        except sqlite3.Error:
+            return None
+        return dict(row) if row is not None else None

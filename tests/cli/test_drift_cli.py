@@ -17,7 +17,7 @@ from judge.cli import _register, app
 from judge.config import JudgeConfig
 from judge.store import Store
 from tests.conftest import write_jsonl
-from tests.fakes import FakeLLM, install, rule_responder
+from tests.fakes import FakeLLM, claim_texts, install, rule_responder
 
 SRC = {"id": "S1", "text": "401 means unauthenticated. 403 means forbidden. "
                            "Tokens expire after one hour."}
@@ -49,10 +49,7 @@ def responder_b(schema: str, messages: list[dict[str, Any]]) -> str:
 
 
 def _claims(user: str) -> list[tuple[int, str]]:
-    import re
-
-    return [(int(n), t.strip()) for n, t in
-            re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", user, re.M)]
+    return claim_texts(user)
 
 
 class TwoJudges(FakeLLM):

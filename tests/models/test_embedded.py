@@ -341,6 +341,16 @@ def test_unknown_model_and_unsupported_params(fake_runtime: FakeRuntime) -> None
     assert fake_runtime.requests == []
 
 
+def test_the_clients_retry_setting_reaches_the_provider_harmlessly(
+    fake_runtime: FakeRuntime,
+) -> None:
+    """The model client sends ``num_retries=0`` (it is the one retry layer); litellm passes it
+    on as ``max_retries``, which a local model ignores instead of refusing the call."""
+    msgs = [{"role": "user", "content": "x"}]
+    litellm.completion(model=embedded.EMBEDDED_MODEL, messages=msgs, num_retries=0)
+    assert fake_runtime.requests and "max_retries" not in fake_runtime.requests[-1]
+
+
 def test_unavailable_model_is_a_permanent_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

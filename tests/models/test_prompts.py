@@ -87,6 +87,7 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
     changed = {"label_bias": {"supported": -1.0}, "review_support_below": 0.3,
                "contradiction_overlap_min": 0.5, "abstention_check": True,
                "abstention_covered_min": 0.7, "abstention_silent_max": 0.2,
+               "context_tokens": 32000, "excerpts": "answer",
                "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                "intercept": {label: 0.0 for label in LABELS}},
                "require_generator": True}

@@ -10,7 +10,7 @@ from judge.api import judge_file
 from judge.config import JudgeConfig
 from judge.store import Store
 from tests.conftest import write_jsonl
-from tests.fakes import FakeLLM, Reply, rule_responder
+from tests.fakes import FakeLLM, Reply, rule_responder, verify_reply
 
 AUTH = {"id": "S1", "title": "auth", "text": "401 表示身分未確認。403 表示已認證但權限不足。"}
 
@@ -74,9 +74,9 @@ def test_invented_quote_is_flagged(
     def responder(schema: str, messages: list[dict[str, Any]]) -> str:
         if "Split" in schema:
             return rule_responder(schema, messages)
-        return json.dumps({"judgements": [{
+        return verify_reply(schema, [{
             "claim": 1, "label": "supported", "subtype": None,
-            "evidence": [{"source_id": "S1", "quote": "401 代表伺服器爆炸"}], "rationale": "r"}]})
+            "evidence": [{"source_id": "S1", "quote": "401 代表伺服器爆炸"}], "rationale": "r"}])
 
     fake_llm.responder = responder
     path = write_jsonl(tmp_path / "in.jsonl", [{"answer": "401 表示身分未確認 [S1]。", "sources": [AUTH]}])
@@ -191,10 +191,10 @@ def test_supported_claim_whose_number_is_not_in_the_quoted_evidence_is_flagged(
     def responder(schema: str, messages: list[dict[str, Any]]) -> str:
         if "Split" in schema:
             return rule_responder(schema, messages)
-        return json.dumps({"judgements": [{
+        return verify_reply(schema, [{
             "claim": 1, "label": "supported", "subtype": None,
             "evidence": [{"source_id": "S1", "quote": "403 表示已認證但權限不足。"}],
-            "rationale": "r"}]})
+            "rationale": "r"}])
 
     fake_llm.responder = responder
     path = write_jsonl(tmp_path / "in.jsonl",

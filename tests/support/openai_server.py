@@ -49,6 +49,7 @@ Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
 
 #: which kind of call a request is, from its response schema
 KINDS = {"SplitOutput": "split", "SplitOutputV2": "split", "VerifyOutput": "verify",
+         "CompactVerifyOutput": "verify",
          "ClaimLabel": "label",
          CHOICE: "choice"}
 
