@@ -97,7 +97,7 @@ def test_extended_quotes_are_still_checked(fake_llm: FakeLLM, config: JudgeConfi
     assert not second.evidence[0].found and "invented_quote" in second.review_reasons
 
 
-def test_conflicting_judgements_of_one_claim_fail_closed(
+def test_conflicting_or_duplicate_judgements_of_one_claim_fail_closed(
     fake_llm: FakeLLM, config: JudgeConfig
 ) -> None:
     def responder(schema: str, messages: list[dict[str, Any]]) -> str:
@@ -110,7 +110,9 @@ def test_conflicting_judgements_of_one_claim_fail_closed(
     (result,) = judge_answers([answer(2)], config=config)
     first, second = result.verdicts
     assert first.label == "judge_error" and "conflicting" in (first.error or "")
-    assert second.label == "supported"  # the same judgement twice is no conflict
+    # the same judgement twice is not trusted either: the output is not what was asked
+    assert second.label == "judge_error" and "duplicate" in (second.error or "")
+    assert first.review and second.review
 
 
 def test_frames_name_each_item_and_untrusted_text_cannot_forge_them() -> None:

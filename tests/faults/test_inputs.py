@@ -136,7 +136,7 @@ def test_duplicate_or_conflicting_judgements_of_one_claim_are_judge_errors(
 ) -> None:
     def twice(schema: str, messages: list[dict[str, Any]]) -> Any:
         out = rule_responder(schema, messages)
-        if schema == "VerifyOutput":
+        if schema.endswith("VerifyOutput"):  # v1 VerifyOutput, v2 CompactVerifyOutput
             data = json.loads(out)
             data["judgements"] = data["judgements"] * 2  # the same judgement twice
             return json.dumps(data)
@@ -199,7 +199,7 @@ def test_retry_errors_keeps_what_it_replaces(
     fake_llm: FakeLLM, config: JudgeConfig, store: Store
 ) -> None:
     fake_llm.responder = lambda schema, messages: (
-        RuntimeError("boom") if schema == "VerifyOutput" else rule_responder(schema, messages))
+        RuntimeError("boom") if schema.endswith("VerifyOutput") else rule_responder(schema, messages))
     (first,) = judge_answers([rec(1)], config=config, db=store)
     assert first.verdicts[0].label == "judge_error"
     again = judge_answers([rec(1)], config=config, db=store)  # no retry: served from store

@@ -253,7 +253,7 @@ class OpenAIServer:
             data = json.loads(reply.content)
             data["claims"] = data["claims"][: fault.keep]
             return Reply(json.dumps(data, ensure_ascii=False))
-        if fault is not None and fault.kind == "conflict" and schema == "VerifyOutput":
+        if fault is not None and fault.kind == "conflict" and schema.endswith("VerifyOutput"):
             data = json.loads(reply.content)
             twins = [{**j, "label": "contradicted" if j["label"] == "supported" else "supported",
                       "subtype": "numeric_or_version_error" if j["label"] == "supported"
