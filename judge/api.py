@@ -152,13 +152,20 @@ def judge_answers(
     ``rejected`` results and the rest is judged. Answers already judged by the same judge
     version in ``db`` are taken from it (zero model calls); an interrupted call resumes.
     ``progress(done, total)`` is called as answers finish."""
+    return _judge(_records_input(records), "record", config, db, concurrency, on_error,
+                  progress, purpose)
+
+
+def _records_input(
+    records: Iterable[dict[str, Any] | AnswerRecord], domains: dict[str, str] | None = None
+) -> BatchInput:
+    """Validated records as a batch; ``domains`` (answer id -> domain) picks the decision
+    rule of answers whose domain is known apart from the record (gold items' datasets)."""
     raw = list(records)
     items = list(without_duplicates(
         (validate_record(r, i) for i, r in enumerate(raw)), what="record"))
-    name = "records"
-    sha = content_hash([_identity(r) for r in raw])
-    return _judge(BatchInput(items, name, sha), "record", config, db, concurrency, on_error,
-                  progress, purpose)
+    return BatchInput(items, "records", content_hash([_identity(r) for r in raw]),
+                      domains or {})
 
 
 def judge_file(
@@ -295,8 +302,9 @@ def eval_gold(
         raise RecordsError([RecordProblem(index=0, reason=p) for p in conv.problems],
                            "gold item")
     with _store(db) as store:
-        results = judge_answers(conv.records, config=config, db=store, concurrency=concurrency,
-                                progress=progress, purpose="eval")
+        # each item's dataset picks its domain's rule, if the config has one
+        results = _judge(_records_input(conv.records, conv.domains), "record", config, store,
+                         concurrency, "raise", progress, "eval")
         summary = results.summary
         index = StoreIndex(store, [summary.judge_version])
         outcome: CalibrationOutcome = calibrate_outcome(
@@ -332,6 +340,7 @@ def drift(
         if a == b:
             raise EvaluationError("the two judge versions are the same")
         inputs: list[list[dict[str, Any] | AnswerRecord]] = []
+        group_domains: list[dict[str, str]] = []
         answer_ids: set[str] | None = None
         if records is not None:
             if isinstance(records, str | Path):
@@ -341,6 +350,7 @@ def drift(
             else:
                 given = list(records)
             inputs.append(given)
+            group_domains.append({})
             answer_ids = {_answer_id(r) for r in given}
         refs = None
         if gold_file is not None:
@@ -350,7 +360,8 @@ def drift(
                                    "gold item")
             refs = conv.refs
             inputs.append(list(conv.records))
-        for group in inputs:
+            group_domains.append(conv.domains)
+        for group, domains in zip(inputs, group_domains, strict=True):
             ids = [_answer_id(r) for r in group]
             for version in (a, b):
                 todo = set(missing_answers(store, version, ids))
@@ -360,8 +371,8 @@ def drift(
                 pending = [r for r in group if _answer_id(r) in todo]
                 step = ((lambda done, total, v=version: progress(v, done, total))
                         if progress else None)
-                results = judge_answers(pending, config=cfg, db=store, progress=step,
-                                        purpose="drift", on_error="skip")
+                results = _judge(_records_input(pending, domains), "record", cfg, store,
+                                 None, "skip", step, "drift")
                 if results.summary.judge_version != version:
                     raise EvaluationError(
                         f"re-running {version} produced version {results.summary.judge_version}")

@@ -24,7 +24,7 @@ from judge.models.client import CallFailed
 from judge.models.prompts import render
 from judge.models.schemas import ClaimJudgement
 from judge.text import has_cjk
-from judge.verdicts import Claim, Label
+from judge.verdicts import Claim, Evidence, Label
 
 if TYPE_CHECKING:
     from judge.config import JudgeConfig
@@ -42,38 +42,61 @@ class ScoresStrategy:
     ) -> list[Decision]:
         return list(await asyncio.gather(*(self._one(record, c, run_id) for c in claims)))
 
-    async def _one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
+    async def score(
+        self, record: AnswerRecord, claim: Claim, run_id: str | None
+    ) -> tuple[list[Evidence], dict[str, float], str]:
+        """(the excerpts the program located, the options' log-probabilities normalised over
+        the options, the call id): the model's part. Raises ``CallFailed`` (and, replaying,
+        ``ReplayMiss``)."""
         located = locate_excerpts(claim.text, record)
         version = self.config.prompts["choose_label"]
         prompt = render(
             "choose_label", version, self.root, claim=claim.text, excerpts=excerpt_data(located),
             zh=has_cjk(claim.text),
         )
+        logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)
+        return located, log_normalise(logprobs), call
+
+    async def _one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
         try:
-            logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)
+            located, scores, call = await self.score(record, claim, run_id)
         except CallFailed as exc:
+            version = self.config.prompts["choose_label"]
             return Decision(claim, None, f"score failed ({version}): {exc}", [exc.call_id])
-        scores = log_normalise(logprobs)
-        if self.config.score_model is None:
-            label, probs = decide(scores, self.config.label_bias)
-            rationale = f"scores on program-located excerpts: {describe(probs)}"
-        else:
-            values = features(
-                claim.text, scores, located, record,
-                self.config.support_overlap_min, self.config.numbers_overlap_min,
-            )
-            label, probs = decide_linear(values, self.config.score_model)
-            rationale = (
-                f"linear rule on scores and evidence: {describe(probs)} (overlap "
-                f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
-                f"opinion wording {int(values['opinion'])})"
-            )
-        judgement = ClaimJudgement(
-            claim=1,
-            label=label,  # type: ignore[arg-type]
-            subtype=None if label == "supported" else "opinion",
-            rationale=rationale,
+        return decide_scores(self.config, record, claim, located, scores, call)
+
+
+def decide_scores(
+    config: JudgeConfig,
+    record: AnswerRecord,
+    claim: Claim,
+    located: list[Evidence],
+    scores: dict[str, float],
+    call: str,
+) -> Decision:
+    """The program's part: the decision from the options' (normalised) log-probabilities,
+    by the config's ``score_model`` (judge.decide.linear) or else its ``label_bias``. Pure:
+    ``judge fit`` decides stored scores with it exactly as the pipeline does."""
+    if config.score_model is None:
+        label, probs = decide(scores, config.label_bias)
+        rationale = f"scores on program-located excerpts: {describe(probs)}"
+    else:
+        values = features(
+            claim.text, scores, located, record,
+            config.support_overlap_min, config.numbers_overlap_min,
         )
-        return Decision(
-            claim, judgement, None, [call], located=located, support=probs[Label.SUPPORTED.value]
+        label, probs = decide_linear(values, config.score_model)
+        rationale = (
+            f"linear rule on scores and evidence: {describe(probs)} (overlap "
+            f"{values['overlap']:.2f}, numbers missing {int(values['numbers_missing'])}, "
+            f"opinion wording {int(values['opinion'])})"
         )
+    judgement = ClaimJudgement(
+        claim=1,
+        label=label,  # type: ignore[arg-type]
+        subtype=None if label == "supported" else "opinion",
+        rationale=rationale,
+    )
+    return Decision(
+        claim, judgement, None, [call], located=located, support=probs[Label.SUPPORTED.value]
+    )

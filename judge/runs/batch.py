@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
 from judge.models.client import ModelClient
 from judge.pipeline import JudgedAnswer, Pipeline
-from judge.records import AcceptedLine, RejectedLine
+from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.summary import RunSummary
 from judge.store import Store
 
@@ -36,6 +36,13 @@ class BatchInput:
     items: Sequence[AcceptedLine | RejectedLine]
     name: str
     sha256: str
+    #: answer id -> domain, for answers whose domain is known apart from the record (a gold
+    #: item's ``dataset`` in ``judge eval-gold``: the converted record keeps its identity);
+    #: otherwise the record's own ``domain`` picks the decision rule
+    domains: Mapping[str, str] = field(default_factory=dict)
+
+    def domain(self, record: AnswerRecord) -> str | None:
+        return self.domains.get(record.answer_id, record.domain)
 
 
 def build_pipeline(config: JudgeConfig, store: Store | None, replay: bool = False) -> Pipeline:
@@ -71,6 +78,10 @@ async def run_batch(
         if conflict:
             store.add_rejected_line(run_id, item.line, conflict)
             continue
+        conflict = _rule_conflict(store, pipeline, item.record, batch.domain(item.record))
+        if conflict:
+            store.add_rejected_line(run_id, item.line, conflict)
+            continue
         summary.answers += 1
         if store.answer_done(pipeline.judge_version, item.record.answer_id):
             known = store.link_answer(
@@ -89,7 +100,7 @@ async def run_batch(
     async def one(item: AcceptedLine) -> None:
         nonlocal done
         async with semaphore:
-            result = await pipeline.judge(item.record, run_id)
+            result = await pipeline.judge(item.record, run_id, batch.domain(item.record))
         persist(store, run_id, item.line, pipeline.judge_version, result)
         done += 1
         if progress:
@@ -110,6 +121,24 @@ async def run_batch(
     summary.wall_seconds = time.perf_counter() - started
     store.finish_run(run_id, summary.as_dict())
     return summary
+
+
+def _rule_conflict(
+    store: Store, pipeline: Pipeline, record: AnswerRecord, domain: str | None
+) -> str | None:
+    """An error message when this judge version already decided the answer with another
+    rule than its domain now selects (its stored verdicts would be reused otherwise)."""
+    if not pipeline.config.domain_rules:
+        return None
+    wanted = pipeline.rule_name(domain)
+    stored = store.verdict_rules(pipeline.judge_version, record.answer_id) - {None}
+    if stored and stored != {wanted}:
+        return (
+            f"answer {record.answer_id!r} was judged by {pipeline.judge_version} with rule "
+            f"{', '.join(sorted(stored))}; its domain {domain!r} now selects rule {wanted!r}; "
+            "give the answer a new id to judge it again"
+        )
+    return None
 
 
 def persist(

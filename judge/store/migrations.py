@@ -277,6 +277,14 @@ def m005_support_and_order(db: sqlite_utils.Database) -> None:
     db["queues"].add_column("ordering", str)
 
 
+@migration
+def m008_verdict_rule(db: sqlite_utils.Database) -> None:
+    """Which decision rule of the judge config decided a verdict (``default`` or a domain's
+    rule, see ``JudgeConfig.domain_rules``); null for what was stored before and for the
+    strategies without a rule."""
+    db["verdicts"].add_column("rule", str)
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

@@ -88,7 +88,11 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "contradiction_overlap_min": 0.5, "abstention_check": True,
                "abstention_covered_min": 0.7, "abstention_silent_max": 0.2,
                "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
-                               "intercept": {label: 0.0 for label in LABELS}}}
+                               "intercept": {label: 0.0 for label in LABELS}},
+               "domain_rules": {"begin": {
+                   "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
+                                   "intercept": {label: 0.0 for label in LABELS}},
+                   "review_support_below": 0.4}}}
     assert set(changed) == set(JudgeConfig.NEUTRAL)
     for name, value in changed.items():
         assert judge_version(base.model_copy(update={name: value}), hashes) != \
