@@ -222,7 +222,7 @@ def _judge(
                 raise RecordsError(sorted(problems, key=lambda p: p.index), what)
         if what == "record":  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
-            batch = BatchInput(items, batch.name, batch.sha256)
+            batch = BatchInput(items, batch.name, batch.sha256, batch.domains)
         summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose))
         results = _results(store, summary, batch.items, what)
         return JudgeResults(results, summary, store.path)
