@@ -13,7 +13,8 @@ default's stored calls on the check items (gold/eval_xl.jsonl) and the tuning it
 2. **Per dataset**: for each external dataset, the rule of that domain fitted on its tuning
    items only (``judge fit --domain D --check-gold gold/eval_xl.jsonl --curve``), measured on
    its check items against the default on the same items; a dataset short of the minimum gold
-   is reported with ``judge fit``'s refusal.
+   is reported with ``judge fit``'s refusal, and with the same fit made without the minimum
+   (research only, marked ``below_minimum_research_fit``; never in the combined config).
 3. **All four together**: the config with every fitted domain rule judges the 358 check items
    with ``judge eval-gold`` (zero model calls: asserted), per-dataset figures from that run.
 """
@@ -34,11 +35,11 @@ sys.path.insert(0, str(ROOT.parent))
 from judge.api import eval_gold  # noqa: E402
 from judge.config import EMBEDDED_PROFILE, JudgeConfig  # noqa: E402
 from judge.config.score_model import DomainRule, ScoreModel  # noqa: E402
-from judge.evaluation import EvaluationError  # noqa: E402
 from judge.evaluation.gold import GoldFile, load_gold  # noqa: E402
+from judge.fitting import FitRefused  # noqa: E402
 from judge.fitting.evaluate import drift_summary, verdicts_for  # noqa: E402
 from judge.fitting.items import load_items  # noqa: E402
-from judge.fitting.run import fit_store, version_of  # noqa: E402
+from judge.fitting.run import FitResult, fit_and_measure, fit_store, version_of  # noqa: E402
 from judge.fitting.toml import config_toml  # noqa: E402
 from judge.store import Store  # noqa: E402
 
@@ -83,34 +84,49 @@ def reproduction(store: Store, version: str, tuning: GoldFile, check: GoldFile
     return out
 
 
+def _summary(result: FitResult, dataset: str, seconds: float) -> dict[str, Any]:
+    data = result.to_dict()
+    h = data["holdout"]
+    return {
+        "seconds": round(seconds, 1),
+        "fit": {k: data["fit"][k] for k in ("n", "labels", "l2", "review_support_below",
+                                            "queue_recall_out_of_fold",
+                                            "queue_load_out_of_fold")},
+        "check": h, "drift": {k: v for k, v in data["drift"].items() if k != "flipped"},
+        "balanced_accuracy_change_points": round(
+            100 * (h["balanced_accuracy"]["candidate"]["value"]
+                   - h["balanced_accuracy"]["baseline"]["value"]), 1),
+        "checks": data["checks"], "recommend_adopt": data["recommend_adopt"],
+        "reasons": data["reasons"], "curve": data["curve"], "model_calls": data["model_calls"],
+    }
+
+
 def per_dataset(store: Store, version: str, tuning: GoldFile, check: GoldFile
                 ) -> tuple[dict[str, Any], dict[str, DomainRule]]:
+    """Each dataset's rule through ``judge fit``; when it refuses (too little gold), the
+    refusal, and the same fit and measurement made without the minimum (research only:
+    judge.fitting.run.fit_and_measure, which judge fit calls after its checks)."""
     out: dict[str, Any] = {}
     rules: dict[str, DomainRule] = {}
     for dataset in DATASETS:
+        command = (f"judge fit --db DB --gold research/tuning_subset.jsonl --domain {dataset} "
+                   "--check-gold gold/eval_xl.jsonl --curve --json --output X.toml")
         started = time.perf_counter()
         try:
             result = fit_store(store, tuning, judge_version=version, domain=dataset,
                                check_gold=check, curve=True)
-        except EvaluationError as exc:
-            out[dataset] = {"refused": str(exc)}
+        except FitRefused as exc:
+            held = load_items(store, check, version, domain=dataset)
+            data = load_items(store, tuning, version, domain=dataset,
+                              exclude_claims={i.claim.id for i in held.items})
+            result = fit_and_measure(data, data.items, held.items, domain=dataset,
+                                     curve=True, source="check gold")
+            out[dataset] = {"command": command, "refused": str(exc),
+                            "below_minimum_research_fit": _summary(
+                                result, dataset, time.perf_counter() - started)}
             continue
-        data = result.to_dict()
-        h = data["holdout"]
-        out[dataset] = {
-            "command": f"judge fit --db DB --gold research/tuning_subset.jsonl --domain {dataset} "
-                       "--check-gold gold/eval_xl.jsonl --curve --json --output X.toml",
-            "seconds": round(time.perf_counter() - started, 1),
-            "fit": {k: data["fit"][k] for k in ("n", "labels", "l2", "review_support_below",
-                                                "queue_recall_out_of_fold",
-                                                "queue_load_out_of_fold")},
-            "check": h, "drift": {k: v for k, v in data["drift"].items() if k != "flipped"},
-            "balanced_accuracy_change_points": round(
-                100 * (h["balanced_accuracy"]["candidate"]["value"]
-                       - h["balanced_accuracy"]["baseline"]["value"]), 1),
-            "recommend_adopt": data["recommend_adopt"], "reasons": data["reasons"],
-            "curve": data["curve"], "model_calls": data["model_calls"],
-        }
+        out[dataset] = {"command": command,
+                        **_summary(result, dataset, time.perf_counter() - started)}
         rules[dataset] = result.candidate.domain_rules[dataset]
     return out, rules
 

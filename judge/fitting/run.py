@@ -207,6 +207,27 @@ def fit_store(
     else:
         require_minimum(label_counts(items), what)
         fit_items = items
+    return fit_and_measure(
+        data, fit_items, held, domain=domain, seed=seed, queue_recall=queue_recall,
+        curve=curve, source="check gold" if check is not None else
+        f"held out {holdout:.0%} of the gold by answer",
+        extra_calls=check.model_calls if check else 0)
+
+
+def fit_and_measure(
+    data: FitData,
+    fit_items: list[FitItem],
+    held: list[FitItem],
+    *,
+    domain: str | None = None,
+    seed: int = 0,
+    queue_recall: float = 0.9,
+    curve: bool = False,
+    source: str = "held-out claims",
+    extra_calls: int = 0,
+) -> FitResult:
+    """Fit on ``fit_items`` and measure on ``held`` (may be empty), with no check of the
+    minimum gold: :func:`fit_store` checks it first."""
     names = rule_features(data.config, domain)
     y = np.array([i.y for i in fit_items])
     fitted = fit_rule([i.features for i in fit_items], y, folds_of(fit_items, seed=seed), names,
@@ -217,10 +238,9 @@ def fit_store(
         candidate_version=version_of(candidate), candidate=candidate, domain=domain,
         fitted=fitted, rule=adoption_rule(queue_recall), gold=data.gold,
         fit_labels=label_counts(fit_items), skipped=dict(data.skipped),
-        model_calls=data.model_calls + (check.model_calls if check else 0), seed=seed,
-        queue_recall=queue_recall)
+        model_calls=data.model_calls + extra_calls, seed=seed, queue_recall=queue_recall)
     if held:
-        _measure(result, held, check is not None, holdout)
+        _measure(result, held, source)
     else:
         result.reasons.append("nothing held out (--holdout 0 without --check-gold): the rule "
                               "was not measured, so it is not recommended")
@@ -234,14 +254,14 @@ def fit_store(
     return result
 
 
-def _measure(result: FitResult, held: list[FitItem], separate: bool, holdout: float) -> None:
+def _measure(result: FitResult, held: list[FitItem], source: str) -> None:
     base = verdicts_for(held, result.baseline, result.baseline_version)
     cand = verdicts_for(held, result.candidate, result.candidate_version)
     figures = compare(measure(held, cand), measure(held, base))
     stored_differs = sum(b.label != i.row["label"] for i, b in zip(held, base, strict=True))
     result.holdout = {
         **figures,
-        "source": "check gold" if separate else f"held out {holdout:.0%} of the gold by answer",
+        "source": source,
         "labels": label_counts(held),
         "baseline_recomputed_differs_from_stored": stored_differs,
     }
