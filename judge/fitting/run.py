@@ -195,7 +195,8 @@ def fit_store(
     held: list[FitItem] = []
     if check is not None:
         require_minimum(label_counts(items), what)
-        require_minimum(label_counts(check.items), f"the check gold {check.gold['file']}")
+        require_minimum(label_counts(check.items), f"the check gold {check.gold['file']}",
+                        measures=True)
         fit_items, held = items, check.items
     elif holdout > 0:
         require_minimum(label_counts(items), what, parts=2)
@@ -203,7 +204,7 @@ def fit_store(
         fit_items, held = [items[k] for k in fit_idx], [items[k] for k in held_idx]
         require_minimum(label_counts(fit_items), f"the fitting side of {what} (whole answers "
                         "go to one side; answers with many claims make the sides uneven)")
-        require_minimum(label_counts(held), f"the held-out side of {what}")
+        require_minimum(label_counts(held), f"the held-out side of {what}", measures=True)
     else:
         require_minimum(label_counts(items), what)
         fit_items = items

@@ -58,11 +58,14 @@ def shortfall(counts: dict[str, int], parts: int = 1, per_label: int = MIN_PER_L
     return short
 
 
-def require_minimum(counts: dict[str, int], what: str, parts: int = 1) -> None:
-    """Raise :class:`FitRefused` when ``counts`` is short of the minimum."""
+def require_minimum(counts: dict[str, int], what: str, parts: int = 1,
+                    measures: bool = False) -> None:
+    """Raise :class:`FitRefused` when ``counts`` is short of the minimum (``measures``: the
+    claims measure a fit rather than make one; the same minimum)."""
     short = shortfall(counts, parts)
     if short:
-        need = ("a fit needs at least {l} reviewed claims of each label present and {t} in "
+        subject = "the claims that measure a fit need" if measures else "a fit needs"
+        need = (subject + " at least {l} reviewed claims of each label present and {t} in "
                 "all" if parts == 1 else
                 "a fit needs at least {l} reviewed claims of each label present and {t} in "
                 "all, and its holdout as many again ({l2} of each label, {t2} in all)").format(
