@@ -153,6 +153,13 @@ def load_items(
     config = version_config(store, version)
     matching = match_gold(index, entries, version, conv.refs)
     check_provenance(index, matching, entries)
+    if matching.refused:
+        entry, reason = matching.refused[0]
+        raise FitRefused(
+            f"refused: {len(matching.refused)} gold claim(s) belong to answers the judge "
+            f"model's own family generated (e.g. gold line {entry.line}, {entry.item.id}: "
+            f"{reason}). A model never grades its own answers, and its family's answers "
+            "never train its rule; remove those items from the gold.")
     if not matching.matched:
         raise FitError(
             f"no gold item of {gold.path} has a verdict by judge {version} "

@@ -248,3 +248,27 @@ def test_the_learning_curve_reports_quality_against_reviewed_claims(
     # the last point is the rule the fit wrote
     assert curve[-1]["balanced_accuracy"]["value"] == pytest.approx(
         result.holdout["balanced_accuracy"]["candidate"]["value"])  # type: ignore[index]
+
+
+def test_answers_the_judge_refused_to_grade_are_refused_too(
+    judged: dict[str, Any], db: Path, fake: FakeLLM, tmp_path: Path
+) -> None:
+    mine = gold_items(4, "mine", generator="fake/judge-model")
+    gold = write_gold(tmp_path / "mine.jsonl", judged["items"] + mine)
+    eval_gold(gold, config=judged["config"], db=db)  # the pipeline refuses to judge them
+    assert fake.calls == []
+    result = invoke("fit", "--db", db, "--gold", gold, "-o", tmp_path / "x.toml")
+    assert result.exit_code == 1
+    assert "own family generated" in " ".join(result.output.split())
+
+
+def test_a_version_without_stored_score_calls_is_refused(
+    judged: dict[str, Any], db: Path, tmp_path: Path
+) -> None:
+    store = Store.open(db)
+    store.db.execute("delete from calls where purpose = 'score'")
+    store.db.conn.commit()
+    store.close()
+    result = invoke("fit", "--db", db, "--gold", judged["gold"], "-o", tmp_path / "x.toml")
+    assert result.exit_code == 1
+    assert "no stored score call" in " ".join(result.output.split())
