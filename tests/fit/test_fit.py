@@ -40,6 +40,10 @@ from tests.fit.synthetic import (
 N = 100  # 25 of each label: enough for a fit and its holdout
 
 
+def _no_nan(token: str) -> float:
+    raise AssertionError(f"{token} is not JSON")
+
+
 def invoke(*args: str) -> Any:
     _register()
     return CliRunner().invoke(app, [str(a) for a in args])
@@ -107,7 +111,7 @@ def test_fit_json_contract_zero_calls_and_the_config_judges_with_zero_calls(
     out = tmp_path / "new.toml"
     result = invoke("fit", "--db", db, "--gold", judged["gold"], "--output", out, "--json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout, parse_constant=_no_nan)
     assert fake.calls == [] and data["model_calls"] == 0
     assert data["baseline_version"] == judged["version"]
     assert data["judge_version"] != judged["version"]
