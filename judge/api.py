@@ -429,7 +429,7 @@ def fit(
         check = _gold(check_gold) if check_gold is not None else None
         result = fit_store(store, gold_file, judge_version=judge_version, domain=domain,
                            holdout=holdout, seed=seed, queue_recall=queue_recall, curve=curve,
-                           check_gold=check)
+                           check_gold=check, from_reviews=gold is None)
     if output is not None:
         write_config(result, Path(output), adopt)
     return result

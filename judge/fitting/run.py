@@ -171,6 +171,7 @@ def fit_store(
     queue_recall: float = 0.9,
     curve: bool = False,
     check_gold: GoldFile | None = None,
+    from_reviews: bool = False,
 ) -> FitResult:
     """Fit the rule of ``domain`` (None: the default rule) on ``gold`` from the stored calls
     of ``judge_version``; measure it on ``check_gold``, else on ``holdout`` (a share of the
@@ -187,7 +188,8 @@ def fit_store(
         check = load_items(store, check_gold, judge_version, domain=domain)
         judge_version = check.version
     data = load_items(store, gold, judge_version, domain=domain,
-                      exclude_claims={i.claim.id for i in check.items} if check else ())
+                      exclude_claims={i.claim.id for i in check.items} if check else (),
+                      skip_refused=from_reviews)
     if not data.items:
         raise FitRefused(_nothing_in_scope(data, domain))
     items = data.items

@@ -164,12 +164,16 @@ def test_reviews_in_the_store_are_gold_and_answer_tags_are_domains(
     records = [{"id": f"a{k}", "answer": i["claim"], "sources": i["sources"],
                 "claims": [{"text": i["claim"], "citations": ["S1"]}], "domain": "support"}
                for k, i in enumerate(items)]
+    label = {f"a{k}": i["label"] for k, i in enumerate(items)}
     store = Store.open(tmp_path / "judge.db")
     with pytest.raises(Exception, match="no reviewed claim"):
         fit(db=store)
+    # an answer the judge's own family wrote: refused, yet in the queue for people to read
+    records.append({"id": "mine", "answer": "The river bridge opened in 1931.",
+                    "sources": [SOURCE], "generator": "fake/judge-model", "domain": "support"})
+    label["mine"] = "supported"
     judge_answers(records, config=scores_config(), db=store)
     queue = build_queue(store, options=QueueOptions(sample_rate=1.0, double_fraction=0.0))
-    label = {f"a{k}": i["label"] for k, i in enumerate(items)}
     subtype = {"supported": None, "contradicted": "misattribution",
                "not_in_source": "unsupported_addition", "not_verifiable": "opinion"}
     for item in queue_items(store, queue.queue_id):
@@ -179,6 +183,7 @@ def test_reviews_in_the_store_are_gold_and_answer_tags_are_domains(
     data = result.to_dict()
     assert data["fit"]["n"] + data["holdout"]["n"] == 100 and data["model_calls"] == 0
     assert data["gold"]["file"].endswith("(reviews)")
+    assert data["gold"]["skipped"] == {"answers the judge refused to grade (self-grading)": 1}
     assert json.loads(json.dumps(data))["recommend_adopt"] is True
     assert set(JudgeConfig.load(tmp_path / "support.toml").domain_rules) == {"support"}
 
