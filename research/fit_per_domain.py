@@ -65,6 +65,8 @@ def reproduction(store: Store, version: str, tuning: GoldFile, check: GoldFile
     same_rule = fitted == committed
     same_threshold = result.fitted.review_support_below == EMBEDDED_PROFILE[
         "review_support_below"]
+    recorded = json.loads((ROOT / "reports" / "tuning_linear_v1_t244_text.json").read_text())
+    cv_loss = {str(k): round(v, 4) for k, v in result.fitted.cv_balanced_log_loss.items()}
     out: dict[str, Any] = {
         "command": f"judge fit --db DB --gold FIRST_{FIRST}.jsonl --judge-version {version} "
                    "--holdout 0 --output reproduced.toml",
@@ -73,6 +75,9 @@ def reproduction(store: Store, version: str, tuning: GoldFile, check: GoldFile
         "review_support_below": result.fitted.review_support_below,
         "identical_rule": same_rule, "identical_threshold": same_threshold,
         "max_abs_weight_difference": round(max(diffs), 6),
+        # the grouped CV of the recorded fit (research/reports/tuning_linear_v1_t244_text.json)
+        "cross_validated_balanced_log_loss_as_recorded":
+            cv_loss == recorded["cross_validated_balanced_log_loss"],
         "candidate_version": result.candidate_version, "baseline_version": version,
         "model_calls": result.model_calls, "seconds": round(seconds, 1),
     }
@@ -176,7 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_reproduction:
         report["reproduction"] = reproduction(store, version, tuning, check)
         print(json.dumps(report["reproduction"], indent=2)[:3000], file=sys.stderr)
-    if not args.only_reproduction:
+    if args.only_reproduction:
+        report["per_dataset"] = ("not run yet: needs every tuning item judged; run "
+                                 "`python research/fit_per_domain.py --db DB`")
+    else:
         report["per_dataset"], rules = per_dataset(store, version, tuning, check)
         if rules:
             report["combined"] = combined(store, version, args.check, rules)
