@@ -15,8 +15,9 @@ default's stored calls on the check items (gold/eval_xl.jsonl) and the tuning it
    its check items against the default on the same items; a dataset short of the minimum gold
    is reported with ``judge fit``'s refusal, and with the same fit made without the minimum
    (research only, marked ``below_minimum_research_fit``; never in the combined config).
-3. **All four together**: the config with every fitted domain rule judges the 358 check items
-   with ``judge eval-gold`` (zero model calls: asserted), per-dataset figures from that run.
+3. **Together**: the default config plus every domain rule the adoption rule accepts judges the
+   358 check items with ``judge eval-gold`` (zero model calls: asserted, and replay is forced
+   so a missing call fails instead of calling the model); per-dataset figures from that run.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def per_dataset(store: Store, version: str, tuning: GoldFile, check: GoldFile
             continue
         out[dataset] = {"command": command,
                         **_summary(result, dataset, time.perf_counter() - started)}
-        rules[dataset] = result.candidate.domain_rules[dataset]
+        if result.recommend_adopt:  # what a team following the adoption rule would run
+            rules[dataset] = result.candidate.domain_rules[dataset]
     return out, rules
 
 
@@ -141,15 +143,22 @@ def combined(store: Store, version: str, check_path: Path, rules: dict[str, Doma
     base = JudgeConfig.load(None, **store.judge_version_row(version)["config"])
     config = base.model_copy(update={"domain_rules": rules})
     config = JudgeConfig.model_validate(config.model_dump())
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "domains.toml"
-        path.write_text(config_toml(config), encoding="utf-8")
-        result = eval_gold(check_path, config=path, db=store)
+    import judge.runs.batch as batch
+
+    build = batch.build_pipeline  # replaying: a missing call fails instead of calling a model
+    batch.build_pipeline = lambda cfg, db, replay=False: build(cfg, db, replay=True)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "domains.toml"
+            path.write_text(config_toml(config), encoding="utf-8")
+            result = eval_gold(check_path, config=path, db=store)
+    finally:
+        batch.build_pipeline = build
     data = result.to_dict()
     assert result.summary.model_calls == 0, "the fitted config needed model calls"
     return {
-        "command": "judge eval-gold gold/eval_xl.jsonl --db DB -c research/configs/"
-                   "fit_per_domain.toml",
+        "command": "judge eval-gold gold/eval_xl.jsonl --db DB -c CONFIG.toml",
+        "domain_rules": sorted(rules),
         "judge_version": result.summary.judge_version, "expected": version_of(config),
         "model_calls": result.summary.model_calls,
         "overall": {k: data[k] for k in ("n", "balanced_accuracy", "balanced_accuracy_ci",
@@ -171,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "fit_per_domain.json")
     parser.add_argument("--skip-reproduction", action="store_true")
     parser.add_argument("--only-reproduction", action="store_true")
+    parser.add_argument("--first", type=int,
+                        help="per dataset: fit on the first N tuning items only (preliminary)")
+    parser.add_argument("--config-output", type=Path,
+                        default=ROOT / "configs" / "fit_per_domain.toml")
     args = parser.parse_args(argv)
     store = Store.open(args.db)
     version = args.version or next(
@@ -185,11 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         report["per_dataset"] = ("not run yet: needs every tuning item judged; run "
                                  "`python research/fit_per_domain.py --db DB`")
     else:
-        report["per_dataset"], rules = per_dataset(store, version, tuning, check)
+        fitting = _first(tuning, args.first) if args.first else tuning
+        report["tuning_items"] = len(fitting.entries)
+        report["per_dataset"], rules = per_dataset(store, version, fitting, check)
         if rules:
             report["combined"] = combined(store, version, args.check, rules)
-            (ROOT / "configs" / "fit_per_domain.toml").write_text(
-                report["combined"].pop("config_toml"), encoding="utf-8")
+            args.config_output.write_text(report["combined"].pop("config_toml"),
+                                          encoding="utf-8")
     args.output.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", "utf-8")
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
