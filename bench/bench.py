@@ -15,8 +15,10 @@ and its cl100k tokens (chat framing and the JSON schema sent included):
 4. ``ray``: the Ray executor with 1 and 2 workers (200 answers at 200 ms).
 5. ``embedded``: the embedded model's seconds per claim (``--embedded``; slow).
 
-First of all, ``judge --help`` wall time (the target is under 0.5 s: the CLI imports no store,
-scipy or litellm to start), median of 5 runs in fresh processes.
+First of all, ``judge --help`` wall time (the target is under 0.5 s: the CLI imports no
+store, scipy or litellm to start), median of 5 runs in fresh processes; then ``judge fit`` on
+100 reviewed claims (70 fitted, 30 held out; the target is under a minute on 2 cores), with
+and without the learning curve, from a store the scripted model judged.
 
 Times depend on the machine and on what else runs on it; ratios measured in one run hold
 better. ``--sections tokens,scale`` picks sections; ``--json FILE`` writes every figure.
@@ -302,6 +304,32 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
 SECTIONS = ("tokens", "throughput", "scale", "ray")
 
 
+def bench_fit() -> None:
+    from judge.api import eval_gold, fit
+    from tests.fakes import FakeLLM, install
+    from tests.fit.synthetic import (
+        gold_items,
+        install_letters,
+        letters_for,
+        scores_config,
+        write_gold,
+    )
+
+    items = gold_items(100)
+    install_letters(install(FakeLLM()), letters_for(items))
+    with tempfile.TemporaryDirectory() as tmp:
+        gold = write_gold(Path(tmp) / "gold.jsonl", items)
+        db = Path(tmp) / "fit.db"
+        eval_gold(gold, config=scores_config(), db=db)
+        for curve in (False, True):
+            started = time.perf_counter()
+            result = fit(gold, db=db, curve=curve)
+            wall = time.perf_counter() - started
+            print(f"judge fit on {result.fitted.n + result.holdout['n']} reviewed claims"  # type: ignore[index]
+                  f"{' with the learning curve' if curve else ''}: {wall:.1f} s, "
+                  f"{result.model_calls} model calls")
+
+
 def bench_help() -> None:
     import statistics
     import subprocess
@@ -325,6 +353,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args()
     bench_help()
+    bench_fit()
     shared = shared_bench()
     if shared is None:
         print("shared/bench not found (set CLAIM_JUDGE_BENCH); nothing to compare against")

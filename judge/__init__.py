@@ -8,6 +8,7 @@ The public surface (documented in ``docs/python-api.md``)::
     judge.eval_gold(gold, *, config=None, db=None)
     judge.calibrate(gold, *, db, judge_version=None)
     judge.drift(version_a, version_b, *, db, gold=None, records=None)
+    judge.fit(gold=None, *, db, output=None, domain=None, holdout=0.3, adopt=False, ...)
     judge.load_config(path=None, **overrides)
     judge.read_dataset(path, format)            # RAGAS / DeepEval files as answer records
     judge.export(db, output, format="jsonl", *, run_id=None, queue=None, reveal=False)
@@ -37,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "eval_gold": "judge.api",
     "calibrate": "judge.api",
     "drift": "judge.api",
+    "fit": "judge.api",
+    "FitResult": "judge.fitting.run",
     "AnswerResult": "judge.api",
     "JudgeResults": "judge.api",
     "RecordsError": "judge.api",
@@ -74,6 +77,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DriftResult",
     "Evidence",
+    "FitResult",
     "JUDGE_ERROR",
     "JudgeConfig",
     "JudgeResults",
@@ -89,6 +93,7 @@ __all__ = [
     "eval_gold",
     "export",
     "import_reviews",
+    "fit",
     "judge_answers",
     "judge_file",
     "judge_version",
@@ -123,12 +128,14 @@ if TYPE_CHECKING:
         drift,
         eval_gold,
         export,
+        fit,
         import_reviews,
         judge_answers,
         judge_file,
         read_dataset,
     )
     from judge.config import DEFAULT_MODEL, JudgeConfig, judge_version, load_config
+    from judge.fitting.run import FitResult
     from judge.records import AnswerRecord, Citation, Source, read_records
     from judge.store import Store
     from judge.verdicts import JUDGE_ERROR, Check, Claim, Evidence, Label, Subtype, Verdict

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from pydantic import BaseModel, Field
 
@@ -43,9 +43,12 @@ from judge.runs.summary import RunSummary
 from judge.store import Store
 from judge.verdicts import AnswerStatus, Verdict
 
+if TYPE_CHECKING:
+    from judge.fitting.run import FitResult
+
 __all__ = [
     "AnswerResult", "CalibrationResult", "DriftResult", "JudgeResults", "RecordsError",
-    "RunStopped", "calibrate", "drift", "eval_gold", "export", "import_reviews",
+    "RunStopped", "calibrate", "drift", "eval_gold", "export", "fit", "import_reviews",
     "judge_answers", "judge_file", "load_config", "read_dataset",
 ]
 
@@ -176,14 +179,21 @@ def judge_answers(
     ``executor="ray"`` spreads the answers over ``workers`` Ray workers (default: one per CPU
     of the cluster; ``ray_address`` names a cluster, else a local one is started); this
     process alone writes ``db``, so results and resuming are the same as with ``"local"``."""
+    return _judge(_records_input(records), "record", config, db, concurrency, on_error,
+                  progress, purpose, retry_errors, Limits(max_calls, max_tokens, max_cost),
+                  Spread(executor, ray_address, workers))
+
+
+def _records_input(
+    records: Iterable[dict[str, Any] | AnswerRecord], domains: dict[str, str] | None = None
+) -> BatchInput:
+    """Validated records as a batch; ``domains`` (answer id -> domain) picks the decision
+    rule of answers whose domain is known apart from the record (gold items' datasets)."""
     raw = list(records)
     items = list(without_duplicates(
         (validate_record(r, i) for i, r in enumerate(raw)), what="record"))
-    name = "records"
-    sha = content_hash([_identity(r) for r in raw])
-    return _judge(BatchInput(items, name, sha), "record", config, db, concurrency, on_error,
-                  progress, purpose, retry_errors, Limits(max_calls, max_tokens, max_cost),
-                  Spread(executor, ray_address, workers))
+    return BatchInput(items, "records", content_hash([_identity(r) for r in raw]),
+                      domains or {})
 
 
 def judge_file(
@@ -249,7 +259,7 @@ def _judge(
                 raise RecordsError(sorted(problems, key=lambda p: p.index), what)
         if what == "record":  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
-            batch = BatchInput(items, batch.name, batch.sha256)
+            batch = BatchInput(items, batch.name, batch.sha256, batch.domains)
         summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
                                  limits=limits, retry_errors=retry_errors,
                                  executor=spread.executor, ray_address=spread.ray_address,
@@ -349,8 +359,9 @@ def eval_gold(
         raise RecordsError([RecordProblem(index=0, reason=p) for p in conv.problems],
                            "gold item")
     with _store(db) as store:
-        results = judge_answers(conv.records, config=config, db=store, concurrency=concurrency,
-                                progress=progress, purpose="eval")
+        # each item's dataset picks its domain's rule, if the config has one
+        results = _judge(_records_input(conv.records, conv.domains), "record", config, store,
+                         concurrency, "raise", progress, "eval")
         summary = results.summary
         index = StoreIndex(store, [summary.judge_version])
         outcome: CalibrationOutcome = calibrate_outcome(
@@ -386,6 +397,7 @@ def drift(
         if a == b:
             raise EvaluationError("the two judge versions are the same")
         inputs: list[list[dict[str, Any] | AnswerRecord]] = []
+        group_domains: list[dict[str, str]] = []
         answer_ids: set[str] | None = None
         if records is not None:
             if isinstance(records, str | Path):
@@ -395,6 +407,7 @@ def drift(
             else:
                 given = list(records)
             inputs.append(given)
+            group_domains.append({})
             answer_ids = {_answer_id(r) for r in given}
         refs = None
         if gold_file is not None:
@@ -404,7 +417,8 @@ def drift(
                                    "gold item")
             refs = conv.refs
             inputs.append(list(conv.records))
-        for group in inputs:
+            group_domains.append(conv.domains)
+        for group, domains in zip(inputs, group_domains, strict=True):
             ids = [_answer_id(r) for r in group]
             for version in (a, b):
                 todo = set(missing_answers(store, version, ids))
@@ -414,8 +428,8 @@ def drift(
                 pending = [r for r in group if _answer_id(r) in todo]
                 step = ((lambda done, total, v=version: progress(v, done, total))
                         if progress else None)
-                results = judge_answers(pending, config=cfg, db=store, progress=step,
-                                        purpose="drift", on_error="skip")
+                results = _judge(_records_input(pending, domains), "record", cfg, store,
+                                 None, "skip", step, "drift")
                 if results.summary.judge_version != version:
                     raise EvaluationError(
                         f"re-running {version} produced version {results.summary.judge_version}")
@@ -531,3 +545,49 @@ def _run_chunks(store: Store, format: str, run_id: str, output: Any) -> Iterator
         write_parquet(rows, output)
         return
     yield from (to_jsonl(rows) if format == "jsonl" else to_csv(rows))
+
+
+# -- fitting ------------------------------------------------------------------------------------
+
+
+def fit(
+    gold: str | Path | GoldFile | None = None,
+    *,
+    db: str | Path | Store,
+    output: str | Path | None = None,
+    judge_version: str | None = None,
+    domain: str | None = None,
+    holdout: float = 0.3,
+    seed: int = 0,
+    queue_recall: float = 0.9,
+    curve: bool = False,
+    check_gold: str | Path | GoldFile | None = None,
+    adopt: bool = False,
+) -> FitResult:
+    """Learn the ``scores`` strategy's decision rule from reviewed claims, with zero model
+    calls: class-balanced logistic regression over the option log-probabilities and the
+    program's features stored for ``judge_version`` (default: the one version that judged
+    the gold claims), L2 by grouped cross-validation, the review threshold for
+    ``queue_recall`` with 95% confidence. ``gold`` None: the reviews adjudicated in ``db``.
+
+    ``domain``: fit the rule of that domain only (gold items whose answer carries that
+    domain tag, else whose ``dataset`` it is); the config keeps every other rule. Part of
+    the gold (``holdout``, by answer, seeded) or ``check_gold`` measures the candidate
+    against the current version; the result says whether the adoption rule holds
+    (``recommend_adopt``). ``output``: write the candidate config there; with ``adopt``,
+    only when the rule holds. ``curve``: quality against the number of reviewed claims.
+    Raises :class:`~judge.fitting.FitRefused` for gold labelled by a model, answers generated by
+    the judge model's family, a version that is not ``scores``, too little gold. See
+    ``docs/fit.md``."""
+    from judge.fitting.items import gold_from_store
+    from judge.fitting.run import fit_store, write_config
+
+    with _store(db) as store:
+        gold_file = _gold(gold) if gold is not None else gold_from_store(store)
+        check = _gold(check_gold) if check_gold is not None else None
+        result = fit_store(store, gold_file, judge_version=judge_version, domain=domain,
+                           holdout=holdout, seed=seed, queue_recall=queue_recall, curve=curve,
+                           check_gold=check, from_reviews=gold is None)
+    if output is not None:
+        write_config(result, Path(output), adopt)
+    return result

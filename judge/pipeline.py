@@ -17,7 +17,7 @@ from typing import Any
 
 from judge.assembly.verdict import Assembler
 from judge.config import JudgeConfig, judge_version
-from judge.decide import VERIFY_PROMPT, Decision, strategy_for
+from judge.decide import VERIFY_PROMPT, Decision, Strategy, strategy_for
 from judge.models.client import ModelClient
 from judge.models.identity import self_grading_reason
 from judge.models.prompts import prompts_dir, template_hash
@@ -58,24 +58,45 @@ class Pipeline:
         self.splitter = Splitter(config, client, self.root)
         self.strategy = strategy_for(config, client, self.root)
         self.assembler = Assembler(config, self.judge_version)
+        #: rule name -> (strategy, assembler) deciding with that rule's config
+        self._rules: dict[str | None, tuple[Strategy, Assembler]] = {}
 
-    async def judge(self, record: AnswerRecord, run_id: str | None = None) -> JudgedAnswer:
+    def rule_name(self, domain: str | None) -> str | None:
+        """The rule that decides answers of ``domain`` (see ``JudgeConfig.rule_for``)."""
+        return self.config.rule_for(domain)[0]
+
+    def _decider(self, domain: str | None) -> tuple[str | None, Strategy, Assembler]:
+        name, config = self.config.rule_for(domain)
+        if name not in self._rules:
+            if config is self.config:
+                self._rules[name] = (self.strategy, self.assembler)
+            else:
+                self._rules[name] = (strategy_for(config, self.client, self.root),
+                                     Assembler(config, self.judge_version))
+        return (name, *self._rules[name])
+
+    async def judge(
+        self, record: AnswerRecord, run_id: str | None = None, domain: str | None = None
+    ) -> JudgedAnswer:
+        """Judge one answer. ``domain`` (default: the record's own ``domain``) picks the
+        decision rule (``JudgeConfig.domain_rules``); the verdicts record which one decided."""
         reason = self_grading_reason(record.generator, self.config.model)
         if reason:
             return JudgedAnswer(record, "refused", refused_reason=reason)
         if record.generator is None and self.config.require_generator:
             return JudgedAnswer(record, "refused", refused_reason=MISSING_GENERATOR)
+        rule, strategy, assembler = self._decider(domain if domain is not None else record.domain)
         split = await self.splitter.split(record, run_id)
         split_calls = [split.call_id] if split.call_id else []
         if split.error is not None:
             decision = Decision(split.claims[0], None, split.error)
-            verdict = self.assembler.verdict(record, decision, split_calls)
+            verdict = assembler.verdict(record, decision, split_calls)
             return JudgedAnswer(
-                record, "judged", split.claims, self._flag_models([verdict]),
+                record, "judged", split.claims, self._flag_models([_ruled(verdict, rule)]),
                 answer_status(split.claims),
             )
-        decisions = await self.strategy.decide(record, split.claims, run_id)
-        verdicts = [self.assembler.verdict(record, d, split_calls) for d in decisions]
+        decisions = await strategy.decide(record, split.claims, run_id)
+        verdicts = [_ruled(assembler.verdict(record, d, split_calls), rule) for d in decisions]
         return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
                             answer_status(split.claims), skipped=split.skipped)
 
@@ -95,6 +116,10 @@ class Pipeline:
                 verdict.review_reasons.append("model_mismatch")
                 verdict.review = True
         return verdicts
+
+
+def _ruled(verdict: Verdict, rule: str | None) -> Verdict:
+    return verdict if rule is None else verdict.model_copy(update={"rule": rule})
 
 
 #: Why an answer without a generator is refused when ``require_generator`` is set.

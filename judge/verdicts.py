@@ -83,6 +83,10 @@ class Verdict(BaseModel):
     review_reasons: list[str] = Field(default_factory=list)
     error: str | None = None
     call_ids: list[str] = Field(default_factory=list)
+    #: which decision rule of the judge config decided it (``scores``): ``"default"``, or the
+    #: name of the domain whose rule was used (``domain_rules``); None for the other
+    #: strategies and for verdicts stored before rules were recorded
+    rule: str | None = None
 
     @property
     def is_error(self) -> bool:

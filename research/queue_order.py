@@ -6,7 +6,7 @@ they read only the first part of the queue; no model call.
         [--output research/reports/queue_order.json]
 
 * **Tuning** (decides): the linear rule of the default profile's features is refitted out of
-  fold (grouped 10-fold, the L2 strength of judge/config/profiles/embedded.toml's fit) on the stored
+  fold (judge.fitting: grouped 10-fold, the L2 strength of the default's fit) on the stored
   tuning calls, so every tuning claim gets a label and P(supported) from a rule that never saw
   it; the queue rows those verdicts would make are ordered by
   judge.review.queue.reading_positions.
@@ -32,17 +32,19 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from fit_linear import out_of_fold  # noqa: E402
-from tune_scores import LABELS, load_items, shown_path  # noqa: E402
+from fit_linear import shown_path  # noqa: E402
 
 from calibration import BUDGETS, CalibrationItem  # noqa: E402
 from calibration.report import queue_budget  # noqa: E402
-from judge.config import JudgeConfig  # noqa: E402
-from judge.config.score_model import CORE_FEATURES, TEXT_FEATURES
-from judge.evaluation.gold import load_gold
-from judge.evaluation.matching import gold_to_records
-from judge.review.queue import ORDERS, reading_positions
+from judge.config.score_model import CORE_FEATURES, TEXT_FEATURES  # noqa: E402
+from judge.evaluation.gold import load_gold  # noqa: E402
+from judge.evaluation.matching import gold_to_records  # noqa: E402
+from judge.fitting.items import load_items  # noqa: E402
+from judge.fitting.logistic import out_of_fold  # noqa: E402
+from judge.fitting.split import folds_of  # noqa: E402
+from judge.review.queue import ORDERS, reading_positions  # noqa: E402
 from judge.store import Store  # noqa: E402
+from judge.verdicts import LABELS  # noqa: E402
 
 L2 = 10.0  # the strength research/fit_linear.py chose for the default (tuning_linear_v1_t244_text)
 SUPPORT_BELOW = 0.5  # the default's review_support_below
@@ -69,9 +71,10 @@ def budget_figures(rows: list[dict[str, Any]], gold: dict[str, str]) -> dict[str
 
 
 def tuning_rows(db: Path, version: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    config = JudgeConfig.load()
-    items = load_items(ROOT / "tuning_subset.jsonl", db, [version], config)
-    pred, probs = out_of_fold(items, L2, CORE_FEATURES + TEXT_FEATURES)
+    items = load_items(Store.open(db), load_gold(ROOT / "tuning_subset.jsonl"), version).items
+    y = np.array([i.y for i in items])
+    pred, probs = out_of_fold([i.features for i in items], y, folds_of(items), L2,
+                              CORE_FEATURES + TEXT_FEATURES)
     rows, gold = [], {}
     for i, (item, label) in enumerate(zip(items, pred, strict=True)):
         support = float(probs[i, 0])
@@ -79,10 +82,10 @@ def tuning_rows(db: Path, version: str) -> tuple[list[dict[str, Any]], dict[str,
         reasons = [] if name == "supported" else [f"label:{name}"]
         if name == "supported" and support < SUPPORT_BELOW:
             reasons.append("doubtful_support")
-        rows.append({"claim_id": item.id, "answer_id": item.id, "idx": 0, "label": name,
-                     "subtype": None, "review_reasons": reasons, "review": bool(reasons),
-                     "support": support})
-        gold[item.id] = LABELS[item.gold]
+        rows.append({"claim_id": item.gold_id, "answer_id": item.gold_id, "idx": 0,
+                     "label": name, "subtype": None, "review_reasons": reasons,
+                     "review": bool(reasons), "support": support})
+        gold[item.gold_id] = item.label
     return rows, gold
 
 

@@ -1,4 +1,7 @@
-"""Fit the ``scores`` strategy's decision rule on the *tuning* split (never on the check part).
+"""Fit the ``scores`` strategy's *bias* rule (``label_bias`` and the signal overrides, the
+default before the linear rule) on the *tuning* split (never on the check part); kept for the
+reports it made (research/reports/tuning_scores_*.json). The linear rule the default uses now
+is fitted by :mod:`judge.fitting` (``judge fit``; research/fit_linear.py calls it).
 
     python research/tune_scores.py --db out/tune/scores.db --version VERSION \
         [--gold research/tuning_subset.jsonl] [--output research/reports/tuning_scores.json]
@@ -39,9 +42,8 @@ sys.path.insert(0, str(ROOT.parent))
 
 
 from judge.config import JudgeConfig  # noqa: E402
-from judge.decide.linear import features
 from judge.decide.options import log_normalise
-from judge.decide.signals import apply_signals
+from judge.decide.signals import apply_signals, evidence_overlap
 from judge.evaluation.gold import load_gold
 from judge.evaluation.matching import gold_to_records
 from judge.records import AnswerRecord  # noqa: E402
@@ -87,8 +89,6 @@ class Item:
     contradiction_yes: float | None = None
     #: the claim's lexical overlap with its located evidence (judge.decide.signals)
     overlap: float = 0.0
-    #: judge.decide.linear features (default thresholds), for research/fit_linear.py
-    features: dict[str, float] | None = None
 
 
 def stored_config(db_path: Path, version: str) -> dict:
@@ -150,10 +150,8 @@ def load_items(gold_path: Path, db_path: Path, versions: list[str], config: Judg
                 LABELS.index(apply_signals(it.claim, label, evidence, record, cfg)[0])
                 for label in LABELS
             ])
-        values = features(it.claim, scores, evidence, record, config.support_overlap_min,
-                          config.numbers_overlap_min)
         items.append(Item(it.id, it.dataset or "-", LABELS.index(it.label), lp, signal, yes,
-                          values["overlap"], values))
+                          evidence_overlap(it.claim, evidence, record)))
     return items
 
 

@@ -18,8 +18,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judge.config.score_model import ScoreModel
+from judge.config.score_model import DEFAULT_RULE, DomainRule, ScoreModel
 from judge.hashing import content_hash
+from judge.records.models import DOMAIN_PATTERN
 from judge.verdicts import LABELS
 
 #: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
@@ -97,6 +98,10 @@ class JudgeConfig(BaseModel):
     #: features (judge.decide.linear), fitted by research/fit_linear.py; replaces ``label_bias`` and
     #: the signal overrides (the signals become its features).
     score_model: ScoreModel | None = None
+    #: "scores": rules fitted for one domain each (``judge fit --domain``), by domain name: an
+    #: answer whose domain has a rule is decided by it, every other answer by ``score_model``
+    #: and ``review_support_below`` above. Part of the judge version.
+    domain_rules: dict[str, DomainRule] = Field(default_factory=dict)
     #: verify_claims v1: claims per verify call. v2 and later put every claim of an answer in
     #: one call when it fits ``context_tokens`` and ``max_tokens`` (judge.decide.fit).
     verify_batch_size: int = Field(default=4, ge=1, le=50)
@@ -159,6 +164,7 @@ class JudgeConfig(BaseModel):
         "label_bias",
         "review_support_below",
         "score_model",
+        "domain_rules",
         "verify_batch_size",
         "max_claims_per_answer",
         "require_generator",
@@ -180,6 +186,7 @@ class JudgeConfig(BaseModel):
         "require_generator": False,
         "context_tokens": None,
         "excerpts": "claim",
+        "domain_rules": {},
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = (
@@ -224,7 +231,37 @@ class JudgeConfig(BaseModel):
                 f"score_model decides from option scores: it needs strategy 'scores', "
                 f"not {self.strategy!r}"
             )
+        if self.strategy != "scores" and self.domain_rules:
+            raise ValueError(
+                f"domain_rules decide from option scores: they need strategy 'scores', "
+                f"not {self.strategy!r}"
+            )
         return self
+
+    @field_validator("domain_rules")
+    @classmethod
+    def _domain_names(cls, value: dict[str, DomainRule]) -> dict[str, DomainRule]:
+        for name in value:
+            if name == DEFAULT_RULE or not re.fullmatch(DOMAIN_PATTERN, name):
+                raise ValueError(
+                    f"domain_rules: {name!r} is not a domain name (letters, digits and "
+                    f"_ . : -, starting with a letter or digit; {DEFAULT_RULE!r} is reserved)")
+        return dict(sorted(value.items()))
+
+    def rule_for(self, domain: str | None) -> tuple[str | None, JudgeConfig]:
+        """The name of the rule that decides an answer of ``domain`` (None: the strategy
+        has no rule, it is not ``scores``) and the config to decide it with: this config for
+        the default rule, else a copy with the domain's ``score_model`` and
+        ``review_support_below``."""
+        if self.strategy != "scores":
+            return None, self
+        rule = self.domain_rules.get(domain) if domain else None
+        if rule is None or domain is None:
+            return DEFAULT_RULE, self
+        return domain, self.model_copy(update={
+            "score_model": rule.score_model,
+            "review_support_below": rule.review_support_below,
+        })
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:
@@ -258,14 +295,21 @@ class JudgeConfig(BaseModel):
 
     def versioned_fields(self) -> dict[str, Any]:
         fields = {
-            name: value.model_dump() if isinstance(value, BaseModel) else value
-            for name, value in ((n, getattr(self, n)) for n in self.VERSIONED)
+            name: _plain(value) for name, value in ((n, getattr(self, n)) for n in self.VERSIONED)
         }
         return {
             name: value
             for name, value in fields.items()
             if name not in self.NEUTRAL or value != self.NEUTRAL[name]
         }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def short_model_name(model: str) -> str:

@@ -1,12 +1,13 @@
 """The ``score_model`` of strategy ``scores``: weights per label and feature, an intercept per
-label, and the names of the features a rule may weigh. The features themselves are computed
-by :mod:`judge.decide.linear`; this module holds only what a judge config pins."""
+label, and the names of the features a rule may weigh; and a per-domain rule
+(:class:`DomainRule`: a score model with its own review threshold). The features themselves
+are computed by :mod:`judge.decide.linear`; this module holds only what a judge config pins."""
 
 from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judge.verdicts import LABELS
 
@@ -63,3 +64,18 @@ class ScoreModel(BaseModel):
         if any(not math.isfinite(v) for v in value.values()):
             raise ValueError("intercepts must be finite numbers")
         return value
+
+
+#: The name a verdict records when the config's own (top-level) rule decided it.
+DEFAULT_RULE = "default"
+
+
+class DomainRule(BaseModel):
+    """The decision rule of one domain (``[judge.domain_rules.<domain>]``): used instead of
+    the config's ``score_model`` and ``review_support_below`` for answers of that domain
+    (``AnswerRecord.domain``, or a gold item's ``dataset`` in ``judge eval-gold``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score_model: ScoreModel
+    review_support_below: float = Field(default=0.0, ge=0.0, le=1.0)

@@ -14,7 +14,7 @@ from typing import Any
 from judge.evaluation.gold import GoldEntry, GoldItem
 from judge.hashing import content_hash
 from judge.records import AnswerRecord
-from judge.records.models import MAX_ID_CHARS
+from judge.records.models import DOMAIN_PATTERN, MAX_ID_CHARS
 from judge.split.claims import claim_ids
 from judge.store import Store
 
@@ -62,6 +62,11 @@ class Conversion:
     records: list[dict[str, Any]] = field(default_factory=list)
     refs: dict[str, ClaimRef] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: answer id -> the gold items' ``dataset``: the domain whose rule decides the answer
+    #: (``JudgeConfig.domain_rules``). Kept apart from the records so their content and ids
+    #: stay what they were before domains existed: stores that already hold them keep
+    #: matching, and their stored calls are reused.
+    domains: dict[str, str] = field(default_factory=dict)
 
     def jsonl(self) -> str:
         return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
@@ -93,6 +98,7 @@ def gold_to_records(entries: Sequence[GoldEntry]) -> Conversion:
     external datasets give exactly the evidence the claim is to be checked against). An item
     identical to an earlier one (same claim in the same answer) maps to the same claim.
     Answer ids are ``gold-<hash of the record>``: stable, and never a sample answer's id.
+    Each answer's domain (its items' ``dataset``) is in ``domains``, not in the record.
     """
     conv = Conversion()
     groups: dict[str, list[GoldEntry]] = {}
@@ -161,6 +167,8 @@ def gold_to_records(entries: Sequence[GoldEntry]) -> Conversion:
         if answer_id not in seen_records:
             seen_records[answer_id] = record
             conv.records.append(record)
+            if first.dataset and re.fullmatch(DOMAIN_PATTERN, first.dataset):
+                conv.domains[answer_id] = first.dataset
     return conv
 
 

@@ -7,7 +7,15 @@ import json
 import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from judge.hashing import content_hash
 from judge.records.strictjson import JSONLimitError, check_value
@@ -20,6 +28,9 @@ MAX_SOURCE_CHARS = 2_000_000
 MAX_SOURCES = 200
 MAX_CLAIMS = 500
 MAX_ID_CHARS = 200
+#: A domain tag (and the name of a per-domain decision rule in a judge config): a letter or
+#: digit, then letters, digits and ``_ . : -`` (``begin``, ``support-tickets``, ``review:q1``).
+DOMAIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 
 #: Letters that render as nothing (Hangul fillers, the braille blank): text made only of
 #: these, whitespace and format characters (zero-width spaces, joiners, BOMs) is blank.
@@ -147,6 +158,11 @@ class AnswerRecord(BaseModel):
     reference: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS,
                                   exclude_if=lambda v: v is None)
     expected_status: Literal["answered", "partial", "insufficient"] | None = None
+    #: Optional domain tag: a judge config with a rule fitted for this domain
+    #: (``[judge.domain_rules.<domain>]``, see ``judge fit --domain``) decides this answer's
+    #: claims with that rule. Part of the record's content (and of its id when none is
+    #: given) only when set, so records without one keep their ids and hashes.
+    domain: str | None = Field(default=None, pattern=DOMAIN_PATTERN)
 
     @field_validator("answer")
     @classmethod
@@ -179,6 +195,13 @@ class AnswerRecord(BaseModel):
         if self.id is None:
             self.id = "a-" + content_hash(self.model_dump(mode="json", by_alias=True))[:16]
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_domain(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("domain") is None:
+            data.pop("domain", None)
+        return data
 
     @property
     def answer_id(self) -> str:

@@ -32,6 +32,7 @@ EXPORT_FIELDS = (
     "review_reasons",
     "error",
     "judge_version",
+    "rule",
     "run_id",
 )
 
@@ -79,6 +80,7 @@ def export_rows(
             "review_reasons": row["review_reasons"],
             "error": row["error"],
             "judge_version": row["judge_version"],
+            "rule": row.get("rule"),
             "run_id": run_id or row["run_id"],
         }
 

@@ -27,14 +27,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
 from judge.models.client import CallStore, Limits, ModelClient, RunStopped
 from judge.pipeline import JudgedAnswer, Pipeline
-from judge.records import AcceptedLine, RejectedLine
+from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
@@ -55,6 +55,13 @@ class BatchInput:
     items: Sequence[AcceptedLine | RejectedLine]
     name: str
     sha256: str
+    #: answer id -> domain, for answers whose domain is known apart from the record (a gold
+    #: item's ``dataset`` in ``judge eval-gold``: the converted record keeps its identity);
+    #: otherwise the record's own ``domain`` picks the decision rule
+    domains: Mapping[str, str] = field(default_factory=dict)
+
+    def domain(self, record: AnswerRecord) -> str | None:
+        return self.domains.get(record.answer_id, record.domain)
 
 
 def build_pipeline(
@@ -82,9 +89,9 @@ class _Run:
 
     def __init__(self, store: Store, pipeline: Pipeline, run_id: str, retry_errors: bool,
                  progress: Progress | None, lease_s: float, runner: Executor,
-                 buffer: WriteBuffer) -> None:
+                 buffer: WriteBuffer, domain_of: Callable[[AnswerRecord], str | None]) -> None:
         self.store, self.pipeline, self.run_id = store, pipeline, run_id
-        self.runner, self.buffer = runner, buffer
+        self.runner, self.buffer, self.domain_of = runner, buffer, domain_of
         self.version = pipeline.judge_version
         self.retry_errors, self.progress, self.lease_s = retry_errors, progress, lease_s
         self.holder = new_holder()
@@ -134,7 +141,8 @@ class _Run:
             pipeline.client.refresh |= self.store.error_calls(self.version, record.answer_id)
         result: JudgedAnswer | None = None
         try:
-            result = await self.runner.judge(record, self.run_id, self.buffer)
+            result = await self.runner.judge(record, self.run_id, self.buffer,
+                                             self.domain_of(record))
         except RunStopped as exc:
             self.stopped = self.stopped or str(exc)
             self.store.release_leases(self.holder, record.answer_id)
@@ -219,7 +227,8 @@ async def run_batch(
         code=code_fingerprint(),
     )
     runner: Executor = LocalExecutor(pipeline, config)
-    run = _Run(store, pipeline, run_id, retry_errors, progress, lease_s, runner, buffer)
+    run = _Run(store, pipeline, run_id, retry_errors, progress, lease_s, runner, buffer,
+               batch.domain)
     todo: list[AcceptedLine] = []
     for item in batch.items:
         if isinstance(item, RejectedLine):
@@ -229,6 +238,13 @@ async def run_batch(
             conflict = store.answer_conflict(item.record)
         except Exception as exc:
             conflict = f"cannot check the record against the store: {_why(exc)}"
+        if conflict:
+            run.reject(item.line, conflict)
+            continue
+        try:
+            conflict = _rule_conflict(store, pipeline, item.record, batch.domain(item.record))
+        except Exception as exc:
+            conflict = f"cannot check the answer's rule against the store: {_why(exc)}"
         if conflict:
             run.reject(item.line, conflict)
             continue
@@ -298,6 +314,24 @@ def _executor(
 
         return RayExecutor(config, pipeline.judge_version, store.path, ray_address, workers)
     raise ValueError(f"executor must be 'local' or 'ray', not {name!r}")
+
+
+def _rule_conflict(
+    store: Store, pipeline: Pipeline, record: AnswerRecord, domain: str | None
+) -> str | None:
+    """An error message when this judge version already decided the answer with another
+    rule than its domain now selects (its stored verdicts would be reused otherwise)."""
+    if not pipeline.config.domain_rules:
+        return None
+    wanted = pipeline.rule_name(domain)
+    stored = {r for r in store.verdict_rules(pipeline.judge_version, record.answer_id) if r}
+    if stored and stored != {wanted}:
+        return (
+            f"answer {record.answer_id!r} was judged by {pipeline.judge_version} with rule "
+            f"{', '.join(sorted(stored))}; its domain {domain!r} now selects rule {wanted!r}; "
+            "give the answer a new id to judge it again"
+        )
+    return None
 
 
 def persist(

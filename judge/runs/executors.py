@@ -21,7 +21,7 @@ class Executor(Protocol):
     capacity: int
 
     async def judge(
-        self, record: AnswerRecord, run_id: str, buffer: WriteBuffer
+        self, record: AnswerRecord, run_id: str, buffer: WriteBuffer, domain: str | None = None
     ) -> JudgedAnswer: ...
 
     def stats(self) -> CallStats: ...
@@ -37,9 +37,9 @@ class LocalExecutor:
         self.capacity = config.concurrency
 
     async def judge(
-        self, record: AnswerRecord, run_id: str, buffer: WriteBuffer
+        self, record: AnswerRecord, run_id: str, buffer: WriteBuffer, domain: str | None = None
     ) -> JudgedAnswer:
-        return await self.pipeline.judge(record, run_id)
+        return await self.pipeline.judge(record, run_id, domain)
 
     def stats(self) -> CallStats:
         return self.pipeline.client.stats

@@ -92,10 +92,11 @@ class JudgeWorker:
     def judge_version(self) -> str:
         return self.pipeline.judge_version
 
-    async def judge(self, record: AnswerRecord, run_id: str) -> dict[str, Any]:
+    async def judge(self, record: AnswerRecord, run_id: str,
+                    domain: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         try:
-            out["answer"] = await self.pipeline.judge(record, run_id)
+            out["answer"] = await self.pipeline.judge(record, run_id, domain)
         except RunStopped as exc:
             out["stopped"] = str(exc)
         now = self.pipeline.client.stats
@@ -142,12 +143,12 @@ class RayExecutor:
         self._stats = CallStats()
 
     async def judge(
-        self, record: AnswerRecord, run_id: str, buffer: WriteBuffer
+        self, record: AnswerRecord, run_id: str, buffer: WriteBuffer, domain: str | None = None
     ) -> JudgedAnswer:
         index = min(range(len(self.actors)), key=self.load.__getitem__)
         self.load[index] += 1
         try:
-            out = await self.actors[index].judge.remote(record, run_id)
+            out = await self.actors[index].judge.remote(record, run_id, domain)
         finally:
             self.load[index] -= 1
         for row, attempts in out["calls"]:

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.config import JudgeConfig
+from judge.config import DEFAULT_RULE, JudgeConfig
 from judge.fingerprint import code_fingerprint
 from judge.models.client import ReplayMiss
 from judge.runs.batch import build_pipeline
@@ -88,7 +88,7 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
             continue
         report.answers += 1
         try:
-            result = await pipeline.judge(record, None)
+            result = await pipeline.judge(record, None, _stored_domain(stored, record))
         except ReplayMiss as exc:
             report.missing_calls.append(f"{record.answer_id}: {exc}")
             missing.add(record.answer_id)
@@ -119,6 +119,8 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
                 continue
             new = verdict.model_dump(mode="json")
             compared: tuple[str, ...] = COMPARED
+            if old.get("rule") is not None:  # recorded since m008_verdict_rule
+                compared += ("rule",)
             if old.get("support") is not None:
                 compared += ("support",)
             elif new["support"] is not None:  # stored before the judge kept it: fill it in
@@ -152,6 +154,17 @@ async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # t
     store.backfill_support(chosen)
     report.backfilled = len(chosen)
     return report
+
+
+def _stored_domain(stored: dict[str, dict[str, Any]], record: Any) -> str | None:
+    """The domain whose rule decided the answer's stored verdicts (a gold item's dataset is
+    passed apart from its record, so the verdicts are where it is kept); the record's own
+    domain when they name none."""
+    rules = {r.get("rule") for r in stored.values() if r["answer_id"] == record.answer_id}
+    named = sorted(r for r in rules if r and r != DEFAULT_RULE)
+    if named:
+        return named[0]
+    return None if DEFAULT_RULE in rules else record.domain
 
 
 def _mark_reproduced(store: Store, report: ReplayReport, answer_ids: list[str],

@@ -164,7 +164,7 @@ def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[
     keep = (
         "claim_id", "claim", "citations", "label", "subtype", "evidence", "rationale", "checks",
         "strength", "support", "review", "review_reasons", "error", "judge_version",
-        "is_abstention",
+        "rule", "is_abstention",
     )
     return {
         "answer_id": answer_id,

@@ -81,6 +81,12 @@ class AnswersMixin(RunsMixin):
                         (row["run_id"], row["answer_id"]), {"reproduced_by": dumps([*known, code])}
                     )
 
+    def verdict_rules(self, judge_version: str, answer_id: str) -> set[str | None]:
+        """The decision rules recorded on an answer's verdicts by one judge version."""
+        return {r["rule"] for r in self.db.query(
+            "select distinct rule from verdicts where judge_version = ? and answer_id = ?",
+            [judge_version, answer_id])}
+
     def backfill_support(self, values: dict[str, float]) -> None:
         """Set the ``support`` of verdicts (by id) that were stored without one."""
         with self.transaction():
@@ -246,6 +252,7 @@ class AnswersMixin(RunsMixin):
                 "error": verdict.error,
                 "call_ids": dumps(verdict.call_ids),
                 "created_at": stamp,
+                "rule": verdict.rule,
             }
         )
         self.db.table("checks").insert_all(

@@ -425,6 +425,14 @@ def m007_views_and_keys(db: sqlite_utils.Database) -> None:
 
 
 @migration
+def m008_verdict_rule(db: sqlite_utils.Database) -> None:
+    """Which decision rule of the judge config decided a verdict (``default`` or a domain's
+    rule, see ``JudgeConfig.domain_rules``); null for what was stored before and for the
+    strategies without a rule."""
+    db.table("verdicts").add_column("rule", str)
+
+
+@migration
 def m009_answer_leases(db: sqlite_utils.Database) -> None:
     """Which run is judging which answer now: a run claims an answer (per judge version) before
     judging it, so concurrent runs on one store share the work instead of repeating calls; a

@@ -90,7 +90,11 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "context_tokens": 32000, "excerpts": "answer",
                "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                "intercept": {label: 0.0 for label in LABELS}},
-               "require_generator": True}
+               "require_generator": True,
+               "domain_rules": {"begin": {
+                   "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
+                                   "intercept": {label: 0.0 for label in LABELS}},
+                   "review_support_below": 0.4}}}
     assert set(changed) == set(JudgeConfig.NEUTRAL)
     for name, value in changed.items():
         assert judge_version(base.model_copy(update={name: value}), hashes) != \

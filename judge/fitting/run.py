@@ -1,0 +1,297 @@
+"""``judge fit`` in order: read the fit items, check the minimum gold, hold out part of it
+(or take a separate check gold), fit, build the candidate config, measure candidate and
+current version on the held-out claims, apply the adoption rule, and (``curve``) the
+learning curve. No model call: everything comes from the store."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judge.config import JudgeConfig, judge_version
+from judge.config.score_model import DEFAULT_RULE, FEATURES, DomainRule
+from judge.evaluation.gold import GoldFile
+from judge.fitting import FitError, FitRefused
+from judge.fitting.curve import learning_curve
+from judge.fitting.evaluate import (
+    adoption_rule,
+    compare,
+    drift_summary,
+    measure,
+    rule_checks,
+    verdicts_for,
+)
+from judge.fitting.items import FitData, FitItem, load_items
+from judge.fitting.logistic import Fitted, fit_rule
+from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
+from judge.fitting.toml import config_toml
+from judge.models.prompts import prompts_dir, template_hash
+from judge.records.models import DOMAIN_PATTERN
+from judge.store import Store
+
+
+@dataclass
+class FitResult:
+    """A fitted candidate, how it was fitted, and how it measures against the current
+    version; :meth:`to_dict` is the JSON contract of ``judge fit --json``."""
+
+    baseline_version: str
+    baseline: JudgeConfig
+    candidate_version: str
+    candidate: JudgeConfig
+    domain: str | None
+    fitted: Fitted
+    rule: str
+    gold: dict[str, Any]
+    fit_labels: dict[str, int]
+    skipped: dict[str, int]
+    holdout: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    recommend_adopt: bool = False
+    reasons: list[str] = field(default_factory=list)
+    curve: list[dict[str, Any]] | None = None
+    model_calls: int = 0
+    seed: int = 0
+    queue_recall: float = 0.9
+    #: where the candidate config was written (None: not written, ``not_written`` says why)
+    output: str | None = None
+    not_written: str | None = None
+    generated_at: str = field(
+        default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "generated_at": self.generated_at,
+            "judge_version": self.candidate_version,
+            "baseline_version": self.baseline_version,
+            "domain": self.domain,
+            "rule": self.rule,
+            "recommend_adopt": self.recommend_adopt,
+            "reasons": self.reasons,
+            "checks": self.checks,
+            "holdout": self.holdout,
+            "drift": self.drift,
+            "fit": {**self.fitted.as_dict(), "labels": self.fit_labels, "seed": self.seed,
+                    "queue_recall_target": self.queue_recall},
+            "gold": {**self.gold, "skipped": self.skipped},
+            "curve": self.curve,
+            "model_calls": self.model_calls,
+            "output": self.output,
+            "not_written": self.not_written,
+        }
+
+    def toml(self) -> str:
+        """The candidate judge config, with how it was fitted in its header."""
+        scope = f"the rule of domain {self.domain!r}" if self.domain else "the default rule"
+        header = [
+            f"Written by `judge fit` ({self.generated_at}): {scope} fitted on "
+            f"{self.fitted.n} reviewed claims of {self.gold['file']} from the stored calls of "
+            f"{self.baseline_version}; L2 {self.fitted.l2}, review_support_below "
+            f"{self.fitted.review_support_below} (queue recall target {self.queue_recall:.0%}).",
+        ]
+        if self.holdout is not None:
+            h = self.holdout
+            header.append(
+                f"Held-out claims: {h['n']}; balanced accuracy "
+                f"{_pct(h['balanced_accuracy']['candidate'])} (current "
+                f"{_pct(h['balanced_accuracy']['baseline'])}), queue recall "
+                f"{_pct(h['queue_recall']['candidate'])}.")
+        header.append("Adoption rule: " + self.rule + ".")
+        header.append(f"Recommendation: {'adopt' if self.recommend_adopt else 'do not adopt'}"
+                      + (f" ({'; '.join(self.reasons)})" if self.reasons else "") + ".")
+        return config_toml(self.candidate, _wrap(header))
+
+
+def _pct(e: dict[str, Any]) -> str:
+    v = e.get("value")
+    return "n/a" if v is None else f"{v:.1%}"
+
+
+def _wrap(lines: list[str], width: int = 96) -> list[str]:
+    out: list[str] = []
+    for line in lines:
+        words, current = line.split(), ""
+        for word in words:
+            if current and len(current) + 1 + len(word) > width:
+                out.append(current)
+                current = word
+            else:
+                current = f"{current} {word}".strip()
+        out.append(current)
+    return out
+
+
+def rule_features(config: JudgeConfig, domain: str | None) -> tuple[str, ...]:
+    """The features a new rule weighs: those of the rule it replaces, else every feature."""
+    model = config.rule_for(domain)[1].score_model
+    if model is None:
+        return FEATURES
+    used = {name for row in model.weights.values() for name in row}
+    return tuple(name for name in FEATURES if name in used)
+
+
+def candidate_config(baseline: JudgeConfig, fitted: Fitted, domain: str | None) -> JudgeConfig:
+    """The baseline config with the fitted rule: the default rule replaced (no ``domain``),
+    or the domain's rule added or replaced; everything else kept."""
+    data = baseline.model_dump()
+    if domain is None:
+        data.update(score_model=fitted.model.model_dump(),
+                    review_support_below=fitted.review_support_below)
+        if baseline.score_model is None:  # a bias rule before: the linear rule replaces it
+            data.update(label_bias={}, signals=False)
+    else:
+        rules = {name: rule.model_dump() for name, rule in baseline.domain_rules.items()}
+        rules[domain] = DomainRule(score_model=fitted.model,
+                                   review_support_below=fitted.review_support_below).model_dump()
+        data["domain_rules"] = rules
+    return JudgeConfig.model_validate(data)
+
+
+def version_of(config: JudgeConfig) -> str:
+    root = prompts_dir()
+    templates = {f"{name}/{version}": template_hash(name, version, root)
+                 for name, version in sorted(config.prompts.items())}
+    return judge_version(config, templates)
+
+
+def fit_store(
+    store: Store,
+    gold: GoldFile,
+    *,
+    judge_version: str | None = None,
+    domain: str | None = None,
+    holdout: float = 0.3,
+    seed: int = 0,
+    queue_recall: float = 0.9,
+    curve: bool = False,
+    check_gold: GoldFile | None = None,
+    from_reviews: bool = False,
+) -> FitResult:
+    """Fit the rule of ``domain`` (None: the default rule) on ``gold`` from the stored calls
+    of ``judge_version``; measure it on ``check_gold``, else on ``holdout`` (a share of the
+    gold, by answer, seeded; 0: no measurement, so no recommendation to adopt)."""
+    if not 0.0 <= holdout < 1.0:
+        raise FitError(f"--holdout {holdout}: the held-out share must be in [0, 1)")
+    if not 0.0 < queue_recall < 1.0:
+        raise FitError(f"--queue-recall {queue_recall}: must be between 0 and 1")
+    if domain is not None and (domain == DEFAULT_RULE or not re.fullmatch(DOMAIN_PATTERN, domain)):
+        raise FitError(f"--domain {domain!r} is not a domain name (letters, digits and _ . : -; "
+                       f"{DEFAULT_RULE!r} is reserved)")
+    check: FitData | None = None
+    if check_gold is not None:
+        check = load_items(store, check_gold, judge_version, domain=domain)
+        judge_version = check.version
+    data = load_items(store, gold, judge_version, domain=domain,
+                      exclude_claims={i.claim.id for i in check.items} if check else (),
+                      skip_refused=from_reviews)
+    if not data.items:
+        raise FitRefused(_nothing_in_scope(data, domain))
+    items = data.items
+    what = f"{data.gold['file']}" + (f" (domain {domain})" if domain else "")
+    held: list[FitItem] = []
+    if check is not None:
+        require_minimum(label_counts(items), what)
+        require_minimum(label_counts(check.items), f"the check gold {check.gold['file']}",
+                        measures=True)
+        fit_items, held = items, check.items
+    elif holdout > 0:
+        require_minimum(label_counts(items), what, parts=2)
+        fit_idx, held_idx = holdout_split(items, holdout, seed)
+        fit_items, held = [items[k] for k in fit_idx], [items[k] for k in held_idx]
+        require_minimum(label_counts(fit_items), f"the fitting side of {what} (whole answers "
+                        "go to one side; answers with many claims make the sides uneven)")
+        require_minimum(label_counts(held), f"the held-out side of {what}", measures=True)
+    else:
+        require_minimum(label_counts(items), what)
+        fit_items = items
+    return fit_and_measure(
+        data, fit_items, held, domain=domain, seed=seed, queue_recall=queue_recall,
+        curve=curve, source="check gold" if check is not None else
+        f"held out {holdout:.0%} of the gold by answer",
+        extra_calls=check.model_calls if check else 0)
+
+
+def fit_and_measure(
+    data: FitData,
+    fit_items: list[FitItem],
+    held: list[FitItem],
+    *,
+    domain: str | None = None,
+    seed: int = 0,
+    queue_recall: float = 0.9,
+    curve: bool = False,
+    source: str = "held-out claims",
+    extra_calls: int = 0,
+) -> FitResult:
+    """Fit on ``fit_items`` and measure on ``held`` (may be empty), with no check of the
+    minimum gold: :func:`fit_store` checks it first."""
+    names = rule_features(data.config, domain)
+    y = np.array([i.y for i in fit_items])
+    fitted = fit_rule([i.features for i in fit_items], y, folds_of(fit_items, seed=seed), names,
+                      queue_recall)
+    candidate = candidate_config(data.config, fitted, domain)
+    result = FitResult(
+        baseline_version=data.version, baseline=data.config,
+        candidate_version=version_of(candidate), candidate=candidate, domain=domain,
+        fitted=fitted, rule=adoption_rule(queue_recall), gold=data.gold,
+        fit_labels=label_counts(fit_items), skipped=dict(data.skipped),
+        model_calls=data.model_calls + extra_calls, seed=seed, queue_recall=queue_recall)
+    if held:
+        _measure(result, held, source)
+    else:
+        result.reasons.append("nothing held out (--holdout 0 without --check-gold): the rule "
+                              "was not measured, so it is not recommended")
+    if result.candidate_version == result.baseline_version:
+        result.recommend_adopt = False
+        result.reasons.append("the fitted rule is the current version's own rule")
+    if curve and held:
+        result.curve = learning_curve(
+            fit_items, held, names, lambda f: candidate_config(data.config, f, domain),
+            seed=seed, queue_recall=queue_recall)
+    return result
+
+
+def _measure(result: FitResult, held: list[FitItem], source: str) -> None:
+    base = verdicts_for(held, result.baseline, result.baseline_version)
+    cand = verdicts_for(held, result.candidate, result.candidate_version)
+    figures = compare(measure(held, cand), measure(held, base))
+    stored_differs = sum(b.label != i.row["label"] for i, b in zip(held, base, strict=True))
+    result.holdout = {
+        **figures,
+        "source": source,
+        "labels": label_counts(held),
+        "baseline_recomputed_differs_from_stored": stored_differs,
+    }
+    result.drift = drift_summary(held, base, cand, result.baseline_version,
+                                 result.candidate_version)
+    result.checks = rule_checks(figures, result.queue_recall)
+    result.recommend_adopt = all(c["holds"] for c in result.checks)
+    result.reasons += [f"{c['name']} fails: {c['detail']}"
+                       for c in result.checks if not c["holds"]]
+
+
+def _nothing_in_scope(data: FitData, domain: str | None) -> str:
+    if domain is not None:
+        return (f"no gold item of {data.gold['file']} with a stored score call is of domain "
+                f"{domain!r} (an item's domain is its answer's domain tag, else its dataset)")
+    reasons = ", ".join(f"{n} {why}" for why, n in data.skipped.items()) or "none in scope"
+    return f"no gold item of {data.gold['file']} can be fitted on: {reasons}"
+
+
+def write_config(result: FitResult, path: Path, adopt: bool) -> bool:
+    """Write the candidate config to ``path``; with ``adopt``, only when the adoption rule
+    holds (``result.not_written`` says why not). Returns whether it was written."""
+    if adopt and not result.recommend_adopt:
+        result.not_written = ("--adopt: the adoption rule does not hold ("
+                              + "; ".join(result.reasons) + "); nothing written")
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.toml(), encoding="utf-8")
+    result.output = str(path)
+    return True
