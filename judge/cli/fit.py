@@ -49,9 +49,10 @@ def fit(
         0.9, "--queue-recall", help="Share of human-rejected claims the review queue must "
                                     "catch (with 95% confidence on the fitting claims)."),
 ) -> None:
-    """Learn the 'scores' strategy's decision rule from your reviewed claims (zero model
-    calls): fit it, measure it against the current version on held-out claims, and write the
-    judge config (with --adopt only when the adoption rule holds). See docs/fit.md."""
+    """Learn the 'scores' decision rule from your reviewed claims, with zero model calls.
+
+    Fit it, measure it against the current version on held-out claims, and write the judge
+    config (with --adopt only when the adoption rule holds). See docs/fit.md."""
     from judge import api
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected

@@ -282,10 +282,11 @@ def test_one_failing_record_never_stops_the_batch(
 
     real_judge = Pipeline.judge
 
-    async def judge(self: Pipeline, record: Any, run_id: str | None = None) -> Any:
+    async def judge(self: Pipeline, record: Any, run_id: str | None = None,
+                    domain: str | None = None) -> Any:
         if record.answer_id == "x1":
             raise RecursionError("maximum recursion depth exceeded")
-        return await real_judge(self, record, run_id)
+        return await real_judge(self, record, run_id, domain)
 
     real_save = Store.save_answer_result
 
