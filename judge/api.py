@@ -16,7 +16,6 @@ that lives as long as the call). See ``docs/python-api.md``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +38,7 @@ from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
 from judge.runs.batch import BatchInput, Progress, run_batch
 from judge.runs.executors import ExecutorName
+from judge.runs.loop import run_sync
 from judge.runs.summary import RunSummary
 from judge.store import Store
 from judge.verdicts import AnswerStatus, Verdict
@@ -125,19 +125,6 @@ def _store(db: str | Path | Store | None) -> Iterator[Store]:
         yield store
     finally:
         store.close()
-
-
-def _run(coro: Any) -> Any:
-    """Run a coroutine; inside a running event loop (a notebook, an async app), on a worker
-    thread with its own loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -260,7 +247,7 @@ def _judge(
         if what == "record":  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)
-        summary = _run(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
+        summary = run_sync(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
                                  limits=limits, retry_errors=retry_errors,
                                  executor=spread.executor, ray_address=spread.ray_address,
                                  workers=spread.workers))

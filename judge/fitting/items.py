@@ -33,6 +33,7 @@ from judge.models.client import CallFailed, ModelClient, ReplayMiss
 from judge.models.prompts import prompts_dir
 from judge.records import AnswerRecord
 from judge.records.models import DOMAIN_PATTERN
+from judge.runs.loop import run_sync
 from judge.store import Store
 from judge.verdicts import LABELS, Claim, Evidence
 
@@ -238,18 +239,6 @@ async def _score_all(
             return None
 
     return list(await asyncio.gather(*(one(r, c) for r, c in pairs)))
-
-
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine; inside a running event loop, on a worker thread with its own."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def _domain(dataset: str | None) -> str | None:
