@@ -287,7 +287,28 @@ def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
     return out
 
 
-@router.get("/queue", tags=["queue"], summary="List and filter a queue's items")
+@router.get("/queues/{queue_id}/items", tags=["queue"],
+            summary="List and filter a queue's items ('latest': the newest queue)")
+def list_queue_items(
+    queue_id: str,
+    request: Request,
+    user: User,
+    store: Db,
+    status: Literal[STATES] | None = None,  # type: ignore[valid-type]
+    stratum: Literal[STRATA] | None = None,  # type: ignore[valid-type]
+    mine: bool = Query(default=False, description="only items that still need my review"),
+    limit: int = Query(default=100, ge=1, le=1000),
+    offset: int = Query(default=0, ge=0),
+) -> dict[str, Any]:
+    """Blind unless the server runs with ``reveal_judge`` (whatever the caller's role): items
+    come in a neutral order (by item id) without stratum, reasons, category, position or
+    weight, and filtering by stratum is refused (it would tell the judge's label)."""
+    return list_queue(request, user, store, None if queue_id == "latest" else queue_id, status,
+                      stratum, mine, limit, offset)
+
+
+@router.get("/queue", tags=["queue"], deprecated=True,
+            summary="Items of a queue (use /v1/queues/{queue_id}/items)")
 def list_queue(
     request: Request,
     user: User,
@@ -325,7 +346,13 @@ def list_queue(
     }
 
 
-@router.get("/queue/items/{item_id}", tags=["queue"], summary="One item as a reviewer sees it")
+@router.get("/items/{item_id}", tags=["queue"], summary="One item as a reviewer sees it")
+def get_queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
+    return queue_item(item_id, request, user, store)
+
+
+@router.get("/queue/items/{item_id}", tags=["queue"], deprecated=True,
+            summary="One item (use /v1/items/{item_id})")
 def queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     try:
         item = get_item(store, item_id)

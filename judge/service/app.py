@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import judge
 from judge.config import JudgeConfig, load_config
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
-from judge.service import api, pages
+from judge.service import apidocs, api, pages
 from judge.service.auth import Authenticator, LoginRequired
 from judge.service.jobs import BatchJobs
 from judge.service.settings import Identity, ServiceSettings, load_tokens, parse_tokens
@@ -199,6 +199,7 @@ def create_app(
     _install_handlers(app)
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(apidocs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/v1/health", tags=["meta"], summary="Liveness (no token needed)")

@@ -480,3 +480,32 @@ def test_cli_batch_and_web_reviews_write_at_the_same_time(
     assert store.db.execute(
         "select count(*) from verdicts where answer_id like 'conc-%'").fetchone()[0] == 80
     store.close()
+
+
+def test_queue_items_have_their_own_path_and_the_old_ones_still_answer(
+    client: TestClient
+) -> None:
+    """``/v1/queues`` lists queues; a queue's items are ``/v1/queues/{id}/items`` and one item
+    ``/v1/items/{id}``. The older ``/v1/queue`` paths answer the same, marked deprecated."""
+    old = client.get("/v1/queue", headers=ALICE).json()
+    latest = client.get("/v1/queues/latest/items", headers=ALICE).json()
+    by_id = client.get(f"/v1/queues/{old['queue_id']}/items", headers=ALICE).json()
+    assert latest == old == by_id and old["items"]
+    assert client.get("/v1/queues/no-such-queue/items", headers=ALICE).status_code == 404
+    item = old["items"][0]["item_id"]
+    assert client.get(f"/v1/items/{item}", headers=ALICE).json() == \
+        client.get(f"/v1/queue/items/{item}", headers=ALICE).json()
+    assert client.get("/v1/queues/latest/items").status_code == 401
+    paths = client.get("/openapi.json").json()["paths"]
+    assert paths["/v1/queue"]["get"]["deprecated"] is True
+    assert not paths["/v1/queues/{queue_id}/items"]["get"].get("deprecated")
+
+
+def test_the_api_reference_page_works_offline(client: TestClient) -> None:
+    page = client.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert "/v1/queues/{queue_id}/items" in html and "/v1/reviews" in html
+    assert "(deprecated)" in html and "Submit a review" in html
+    assert "cdn" not in html.lower() and "http://" not in html and "https://" not in html
+    assert "<script" not in html.replace('<script src="/static/review.js">', "")
