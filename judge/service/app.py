@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import judge
 from judge.config import JudgeConfig, load_config
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
-from judge.service import apidocs, api, pages
+from judge.service import api, apidocs, pages
 from judge.service.auth import Authenticator, LoginRequired
 from judge.service.jobs import BatchJobs
 from judge.service.settings import Identity, ServiceSettings, load_tokens, parse_tokens
