@@ -36,7 +36,9 @@ verify_claims v2 puts each source and each claim in its own frame whose header n
 (``<<DATA-<hex> source "C1"`` / ``<<DATA-<hex> claim 3 cites ["C1"]``) and asks for a compact
 evidence item ``{"source", "quote"}`` whose quote is 4 to 12 words that the program extends to
 the sentence: the verdict list is filled the same way (one ``supported`` per claim), with the
-best-matching source sentence cut to its first 12 words as the quote.
+best-matching source sentence cut to its first 12 words as the quote. split_claims v2 puts
+each answer sentence in its own frame (``<<DATA-<hex> sentence=3``): the claim list is filled
+the same way as for v1's numbered lines.
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ REASON = "The context supports this statement."
 MAX_QUOTE = 200
 SHORT_QUOTE_WORDS = 12
 _CLAIM_HEAD = re.compile(r"^ claim (\d+)\b")
+_SENTENCE_HEAD = re.compile(r"^ sentence=(\d+)\b")
 _SOURCE_HEAD = re.compile(r'^ source ("(?:[^"\\]|\\.)*")')
 
 
@@ -70,6 +73,10 @@ def numbered_items(text: str) -> tuple[str | None, list[tuple[int, str]]]:
               for m in [_CLAIM_HEAD.match(head)] if m]
     if framed:
         return "Claim", framed
+    sentences = [(int(m.group(1)), body.strip()) for head, body in frames(text)
+                 for m in [_SENTENCE_HEAD.match(head)] if m]
+    if sentences:  # split_claims v2: one frame per sentence, numbered in its header
+        return "Sentence", sentences
     for _, body in reversed(frames(text)):
         found = _NUMBERED.findall(body)
         if found:
