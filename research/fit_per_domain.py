@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT.parent))
 from judge.api import eval_gold  # noqa: E402
 from judge.config import EMBEDDED_PROFILE, JudgeConfig  # noqa: E402
 from judge.config.score_model import DomainRule, ScoreModel  # noqa: E402
+from judge.evaluation.calibrate import resolve_version  # noqa: E402
 from judge.evaluation.gold import GoldFile, load_gold  # noqa: E402
 from judge.fitting import FitRefused  # noqa: E402
 from judge.fitting.evaluate import drift_summary, verdicts_for  # noqa: E402
@@ -146,7 +147,7 @@ def combined(store: Store, version: str, check_path: Path, rules: dict[str, Doma
     import judge.runs.batch as batch
 
     build = batch.build_pipeline  # replaying: a missing call fails instead of calling a model
-    batch.build_pipeline = lambda cfg, db, replay=False: build(cfg, db, replay=True)
+    batch.build_pipeline = lambda cfg, db, replay=False, **kw: build(cfg, db, replay=True, **kw)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "domains.toml"
@@ -186,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=ROOT / "configs" / "fit_per_domain.toml")
     args = parser.parse_args(argv)
     store = Store.open(args.db)
-    version = args.version or next(
-        r["id"] for r in store.judge_versions() if r["id"].endswith("d5cd53d81137"))
+    version = resolve_version(store, args.version or "d5cd53d81137")
     tuning, check = load_gold(args.tuning), load_gold(args.check)
     report: dict[str, Any] = {"store_version": version, "tuning": "research/tuning_subset.jsonl",
                               "check": "gold/eval_xl.jsonl"}
