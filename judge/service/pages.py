@@ -18,7 +18,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from judge.review.queue import QueueError, blind_reasons, get_queue, needs_review, queue_items
+from judge.review.queue import QueueError, get_queue, needs_review, queue_items
 from judge.review.reviews import (
     REVIEW_SUBTYPES,
     ReviewError,
@@ -213,7 +213,9 @@ def _list_rows(store: Store, queue: dict[str, Any], items: list[dict[str, Any]],
             "claim_id": item["claim_id"], "kind": item["kind"], "text": found.get("text") or "",
             "state": item["state"], "mine": me in item["reviewers"],
             "reviewed": bool(item["reviewers"]),
-            "reasons": item["reasons"] if reveal else blind_reasons(item["reasons"]),
+            # blind: no reason at all (even "judge_flagged" beside a sampled pass would tell
+            # which items the judge passed)
+            "reasons": item["reasons"] if reveal else [],
             "dataset": runs.get(item["run_id"] or "", "-"),
             "label": found.get("label") if reveal else None,
             "support": found.get("support") if reveal else None,
@@ -250,7 +252,7 @@ def review_list(
     shown = [
         row for row in rows
         if (not label or not reveal or row["label"] == label)
-        and (not reason or reason in row["reasons"])
+        and (not reason or not reveal or reason in row["reasons"])
         and (not dataset or row["dataset"] == dataset)
         and (reviewed not in ("yes", "no", "mine") or
              (reviewed == "yes" and row["reviewed"]) or (reviewed == "no" and not row["reviewed"])

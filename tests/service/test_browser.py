@@ -1,7 +1,7 @@
 """A real browser on the review page: Debian's Chromium driven by Playwright (no browser
 download). ``judge serve`` runs in a subprocess on a free localhost port.
 
-Set ``JUDGE_SCREENSHOTS=<folder>`` to keep the screenshots."""
+Set ``CLAIM_JUDGE_SCREENSHOTS=<folder>`` to keep the screenshots."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path
     from playwright.sync_api import sync_playwright
 
     base, db = served
-    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path)
+    shots = Path(os.environ.get("CLAIM_JUDGE_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     console_errors: list[str] = []
     with sync_playwright() as pw:
@@ -176,7 +176,7 @@ def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path
         assert all(r["time_spent_ms"] and r["time_spent_ms"] > 0 for r in reviews)
     finally:
         store.close()
-    if not os.environ.get("JUDGE_SCREENSHOTS"):
+    if not os.environ.get("CLAIM_JUDGE_SCREENSHOTS"):
         shutil.rmtree(shots, ignore_errors=True)
 
 
@@ -201,7 +201,7 @@ def test_list_view_help_saved_and_json_path_in_a_real_browser(
                db=store)
     build_queue(store, options=QueueOptions(sample_rate=1.0, double_fraction=0.0))
     store.close()
-    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path / "shots")
+    shots = Path(os.environ.get("CLAIM_JUDGE_SCREENSHOTS") or tmp_path / "shots")
     shots.mkdir(parents=True, exist_ok=True)
     port = free_port()
     code = "import sys; from judge.cli import main; sys.argv = ['judge', *sys.argv[1:]]; main()"
@@ -281,7 +281,7 @@ def test_html_report_renders_with_charts_in_a_real_browser(tmp_path: Path) -> No
     assert "http://" not in html and "<script" not in html
     page_path = tmp_path / "calibration.html"
     page_path.write_text(html, encoding="utf-8")
-    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path / "shots")
+    shots = Path(os.environ.get("CLAIM_JUDGE_SCREENSHOTS") or tmp_path / "shots")
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,

@@ -34,11 +34,13 @@ def test_list_filters_search_and_groups_blind(client: TestClient) -> None:
     html = page.text
     total = len(_rows(html))
     assert total > 20 and html.count('class="card answer-group"') < total  # grouped
-    assert "judge_flagged" in html and "label:" not in html
-    assert RATIONALE_SENTINEL not in html and 'name="label"' not in html  # blind: no label filter
-    assert "not_in_source" not in html
-    flagged = client.get("/review/list", params={"reason": "judge_flagged"}).text
-    assert 0 < len(_rows(flagged)) < total
+    # blind: no label, no reason (a reason beside some items tells which ones the judge
+    # passed), and no filter on either
+    assert "judge_flagged" not in html and "label:" not in html
+    assert RATIONALE_SENTINEL not in html and 'name="label"' not in html
+    assert 'name="reason"' not in html and "not_in_source" not in html
+    ignored = client.get("/review/list", params={"reason": "judge_flagged"}).text
+    assert len(_rows(ignored)) == total
     found = client.get("/review/list", params={"q": "nis-3"}).text
     assert len(_rows(found)) == 1 and 'data-answer="nis-3"' in found
     assert len(_rows(client.get("/review/list", params={"reviewed": "yes"}).text)) == 0
@@ -53,6 +55,9 @@ def test_list_reveals_labels_only_when_the_service_does(db: Path, fake_llm: Fake
         html = c.get("/review/list", params={"label": "not_in_source"}).text
         assert 'name="label"' in html and len(_rows(html)) >= 6
         assert "label:not_in_source" in html
+        every = len(_rows(c.get("/review/list").text))
+        flagged = c.get("/review/list", params={"reason": "label:not_in_source"}).text
+        assert 'name="reason"' in flagged and 0 < len(_rows(flagged)) < every
 
 
 def test_saved_notice_and_guideline_beside_the_form(client: TestClient) -> None:
