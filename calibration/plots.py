@@ -56,7 +56,7 @@ def heatmap(table: Mapping[str, Mapping[str, int]], rows: Sequence[str], cols: S
             _text(8, top - 8, f"{row_title} ↓", extra='font-weight="600"')]
     for j, c in enumerate(cols):
         x = left + cell * j + cell / 2
-        body.append(_text(x, top - 24, c.replace("_", " ")[:12], "middle",
+        body.append(_text(x, top - 24, c.replace("_", " "), "middle",
                           f'transform="rotate(-20 {x:.1f} {top - 24})"'))
     for i, r in enumerate(rows):
         y = top + cell * i
