@@ -129,3 +129,65 @@ def test_the_queue_at_other_thresholds_marks_the_configured_one(
     text = "\n".join(queue_projection(data))
     assert "| 0.5 (configured) |" in text and "| 0.3 |" in text
     assert text in detail_tables(data)
+
+
+def test_the_readme_block_gives_the_per_dataset_fits_and_learning_curves(
+    tmp_path: Path, config: JudgeConfig, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """research/fit_per_domain.py's report (real fits on a synthetic store) joins the block:
+    one row per dataset with the default and the fitted rule on its check items, a refusal
+    named as such, and the learning curve."""
+    import research.fit_per_domain as per_domain
+    from judge.evaluation.gold import load_gold
+    from judge.store import Store
+    from tests.fit.synthetic import gold_items as synthetic_gold
+    from tests.fit.synthetic import (
+        install_letters,
+        letters_for,
+        scores_config,
+        write_config,
+        write_gold,
+    )
+
+    data, out_json = report(tmp_path, config)
+    tuning_items = synthetic_gold(100, "gamma") + synthetic_gold(20, "delta", start=200)
+    check_items = synthetic_gold(40, "gamma", start=100) + synthetic_gold(20, "delta", start=300)
+    install_letters(fake_llm, letters_for(tuning_items + check_items))
+    tuning = write_gold(tmp_path / "tuning.jsonl", tuning_items)
+    check = write_gold(tmp_path / "check.jsonl", check_items)
+    current = write_config(tmp_path / "current.toml", scores_config())
+    db = tmp_path / "judge.db"
+    version = eval_gold(tuning, config=current, db=db).summary.judge_version
+    assert eval_gold(check, config=current, db=db).summary.judge_version == version
+    monkeypatch.setattr(per_domain, "DATASETS", ("gamma", "delta"))
+    per, _rules = per_domain.per_dataset(Store.open(db), version, load_gold(tuning),
+                                         load_gold(check))
+    fit_report = {"store_version": version, "per_dataset": per}
+    fit_json = tmp_path / "fit.json"
+    fit_json.write_text(json.dumps(fit_report), encoding="utf-8")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{QUALITY_START}\n{QUALITY_END}\n", encoding="utf-8")
+    assert main(["--update-readme", str(out_json), "--readme", str(readme),
+                 "--fit", str(fit_json)]) == 0
+    block = readme.read_text().split(QUALITY_START)[1].split(QUALITY_END)[0]
+    assert block.strip().startswith(quality_table(data).splitlines()[0])
+    assert version.rsplit("@", 1)[-1][:12] in block
+    gamma = per["gamma"]
+    fitted = gamma["check"]["balanced_accuracy"]["candidate"]["value"]
+    default = gamma["check"]["balanced_accuracy"]["baseline"]["value"]
+    table_row, curve_row = [line for line in block.splitlines() if line.startswith("| gamma |")]
+    assert table_row.startswith(f"| gamma | {gamma['fit']['n']} | {default:.0%} (")
+    assert f"| {fitted:.0%} (" in table_row
+    assert f"{gamma['balanced_accuracy_change_points']:+.1f}" in table_row
+    assert ("adopt |" if gamma["recommend_adopt"] else "keep the default") in table_row
+    # delta is short of the minimum gold: its row says refused and why
+    assert "refused" in per["delta"]
+    assert "refused: a fit needs at least 10 reviewed claims" in next(
+        line for line in block.splitlines() if line.startswith("| delta |"))
+    # the curve: one column per size below the dataset's whole tuning set, then all (n)
+    header = next(line for line in block.splitlines() if line.startswith("| dataset | 25"))
+    assert header.endswith("| all |")
+    last = gamma["curve"][-1]
+    assert curve_row.endswith(f"| {last['balanced_accuracy']['value']:.0%} ({last['size']}) |")
+    assert main(["--update-readme", str(out_json), "--readme", str(readme)]) == 0
+    assert "Learning curve" not in readme.read_text()  # without --fit, no fit tables
