@@ -20,6 +20,7 @@ import math
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 #: Punctuation unified after NFKC (NFKC already folds the full-width ASCII forms such as
 #: ``，：；！？（）［］～＂`` to their ASCII counterparts). All quote marks become ``"``.
@@ -305,11 +306,53 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
 
 
 def _pysbd_starts(text: str) -> frozenset[int]:
-    """Offsets where pysbd (English rules) starts a sentence."""
-    import pysbd
+    """Offsets where pysbd (English rules) starts a sentence.
 
-    segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
-    return frozenset(span.start for span in segmenter.segment(text))
+    pysbd's own ``char_span=True`` locates each sentence it found by compiling the sentence
+    as a regular expression (the escaped sentence, then any whitespace) and scanning the
+    text with it: a quarter of its time on a source. :func:`_sentence_starts` finds the same
+    offsets with plain string search."""
+    from pysbd.processor import Processor
+
+    if not text:
+        return frozenset()
+    return frozenset(_sentence_starts(text, Processor(text, _pysbd_english(),
+                                                      char_span=True).process()))
+
+
+@lru_cache(maxsize=1)
+def _pysbd_english() -> Any:
+    from pysbd.languages import Language
+
+    return Language.get_language_code("en")
+
+
+def _sentence_starts(text: str, sentences: list[str]) -> list[int]:
+    """Where pysbd's ``sentences_with_char_spans`` places each sentence, found by string
+    search: for each sentence in order, the first non-overlapping occurrence (the sentence
+    and the whitespace after it) in the whole text that ends past the previous sentence's
+    end; a sentence with no such occurrence is dropped, as pysbd drops it."""
+    starts: list[int] = []
+    prior_end = 0
+    for sentence in sentences:
+        if not sentence:  # an empty pattern: pysbd's own regular expression decides
+            for match in re.finditer(r"\s*", text):
+                if match.end() > prior_end:
+                    starts.append(match.start())
+                    prior_end = match.end()
+                    break
+            continue
+        pos = 0
+        while (at := text.find(sentence, pos)) >= 0:
+            end = at + len(sentence)
+            while end < len(text) and text[end].isspace():
+                end += 1
+            if end > prior_end:
+                starts.append(at)
+                prior_end = end
+                break
+            pos = end  # finditer resumes after a match: no overlapping occurrence
+    return starts
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:

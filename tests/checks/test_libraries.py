@@ -74,3 +74,44 @@ def test_numbers_check_still_catches_a_wrong_spoken_numeral() -> None:
     record = AnswerRecord.model_validate({"answer": "x", "sources": [{"id": "S1",
                                                                       "text": "預算為 1005 元。"}]})
     assert numbers_match("預算是一千五元。", [Citation(source="S1")], record).outcome == "fail"
+
+
+def _pysbd_reference_starts(text: str) -> frozenset[int]:
+    import pysbd
+
+    segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
+    return frozenset(span.start for span in segmenter.segment(text))
+
+
+EDGE_TEXTS = [
+    "",
+    "   ",
+    "One. One. One. Two.",
+    "Same line.\nSame line.\n\nSame line.",
+    "It rose 3.5% in Q1.  Then   it fell.\u00a0Again.\u2003End",
+    "The U.S. Army grew fast. It was big. The U.S. Army grew fast.",
+    "Mr. A. B. Smith went to Washington, D.C. on Jan. 5. He left.",
+    "部署前必須先執行遷移。See Fig. 2. 遷移失敗時回滾！OK.",
+    "(a) first item. (b) second item. 1. third. 2. fourth.",
+    "“Quoted.” he said. ‘Again.’ — she said... and left?! Yes.",
+]
+
+
+def test_sentence_starts_are_pysbds_own_on_real_sources_and_edge_cases() -> None:
+    """Sentence starts found by string search equal pysbd's char spans (which compile a
+    regular expression per sentence) on every source text of the check gold and on edge
+    cases (repeated sentences, odd whitespace, abbreviations, CJK, lists, quotes)."""
+    import json
+    from pathlib import Path
+
+    from judge.text import _pysbd_starts
+
+    gold = Path(__file__).resolve().parents[2] / "gold" / "eval_xl.jsonl"
+    texts = list(EDGE_TEXTS)
+    for line in gold.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        texts += [source["text"] for source in item["sources"]]
+    texts = list(dict.fromkeys(texts))
+    assert len(texts) > 100
+    for text in texts:
+        assert _pysbd_starts(text) == _pysbd_reference_starts(text), text[:200]
