@@ -154,8 +154,8 @@ class AnswersMixin(RunsMixin):
                 ),
                 ignore=True,
             )
-            for claim in claims:
-                self.db.table("claims").insert(
+            self.db.table("claims").insert_all(
+                [
                     {
                         "id": claim.id,
                         "answer_id": claim.answer_id,
@@ -166,20 +166,24 @@ class AnswersMixin(RunsMixin):
                         ),
                         "origin": claim.origin,
                         "is_abstention": int(claim.is_abstention),
-                    },
-                    ignore=True,
-                )
-                self.db.table("answer_claims").insert(
+                    }
+                    for claim in claims
+                ],
+                ignore=True,
+            )
+            self.db.table("answer_claims").insert_all(
+                [
                     {
                         "judge_version": judge_version,
                         "answer_id": claim.answer_id,
                         "claim_id": claim.id,
                         "idx": claim.index,
-                    },
-                    ignore=True,
-                )
-            for verdict in verdicts:
-                self._insert_verdict(verdict, run_id, stamp)
+                    }
+                    for claim in claims
+                ],
+                ignore=True,
+            )
+            self._insert_verdicts(verdicts, run_id, stamp)
             self.db.table("split_skips").insert_all(
                 ({"judge_version": judge_version, "answer_id": record.answer_id, **skip}
                  for skip in skipped or []),
@@ -228,35 +232,49 @@ class AnswersMixin(RunsMixin):
             params.append(judge_version)
         return self.rows(sql + " order by judge_version, sentence", params)
 
-    def _insert_verdict(self, verdict: Verdict, run_id: str, stamp: str) -> None:
-        vid = verdict_id(verdict.judge_version, verdict.claim_id)
-        exists = next(self.db.query("select 1 from verdicts where id = ?", [vid]), None)
-        if exists:
+    def _insert_verdicts(self, verdicts: list[Verdict], run_id: str, stamp: str) -> None:
+        """Insert verdicts (and their checks) not stored yet; a verdict already stored under
+        its id (same judge version and claim) is kept as it is."""
+        ids = [verdict_id(v.judge_version, v.claim_id) for v in verdicts]
+        if not ids:
             return
-        self.db.table("verdicts").insert(
-            {
-                "id": vid,
-                "judge_version": verdict.judge_version,
-                "claim_id": verdict.claim_id,
-                "answer_id": verdict.answer_id,
-                "run_id": run_id,
-                "label": verdict.label,
-                "subtype": verdict.subtype,
-                "evidence": dumps([e.model_dump() for e in verdict.evidence]),
-                "rationale": verdict.rationale,
-                "checks": dumps([c.model_dump() for c in verdict.checks]),
-                "strength": verdict.strength,
-                "support": verdict.support,
-                "review": int(verdict.review),
-                "review_reasons": dumps(verdict.review_reasons),
-                "error": verdict.error,
-                "call_ids": dumps(verdict.call_ids),
-                "created_at": stamp,
-                "rule": verdict.rule,
-            }
+        stored: set[str] = set()
+        for k in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
+            chunk = ids[k:k + 500]
+            stored.update(row[0] for row in self.db.execute(
+                f"select id from verdicts where id in ({','.join('?' * len(chunk))})",
+                chunk).fetchall())
+        fresh: dict[str, Verdict] = {}
+        for vid, verdict in zip(ids, verdicts, strict=True):
+            if vid not in stored and vid not in fresh:
+                fresh[vid] = verdict
+        self.db.table("verdicts").insert_all(
+            [
+                {
+                    "id": vid,
+                    "judge_version": verdict.judge_version,
+                    "claim_id": verdict.claim_id,
+                    "answer_id": verdict.answer_id,
+                    "run_id": run_id,
+                    "label": verdict.label,
+                    "subtype": verdict.subtype,
+                    "evidence": dumps([e.model_dump() for e in verdict.evidence]),
+                    "rationale": verdict.rationale,
+                    "checks": dumps([c.model_dump() for c in verdict.checks]),
+                    "strength": verdict.strength,
+                    "support": verdict.support,
+                    "review": int(verdict.review),
+                    "review_reasons": dumps(verdict.review_reasons),
+                    "error": verdict.error,
+                    "call_ids": dumps(verdict.call_ids),
+                    "created_at": stamp,
+                    "rule": verdict.rule,
+                }
+                for vid, verdict in fresh.items()
+            ]
         )
         self.db.table("checks").insert_all(
-            (
+            [
                 {
                     "verdict_id": vid,
                     "seq": i,
@@ -265,8 +283,9 @@ class AnswersMixin(RunsMixin):
                     "outcome": c.outcome,
                     "detail": dumps(c.detail),
                 }
+                for vid, verdict in fresh.items()
                 for i, c in enumerate(verdict.checks)
-            ),
+            ],
             replace=True,
         )
 
