@@ -48,6 +48,10 @@ def fit(
     queue_recall: float = typer.Option(
         0.9, "--queue-recall", help="Share of human-rejected claims the review queue must "
                                     "catch (with 95% confidence on the fitting claims)."),
+    shrink: str | None = typer.Option(
+        None, "--shrink", help="current: the penalty pulls the weights toward the rule that "
+                               "decides now (the default with --domain: a domain's few claims "
+                               "adjust the rule); zero: toward 0 (the default without)."),
 ) -> None:
     """Learn the 'scores' decision rule from your reviewed claims, with zero model calls.
 
@@ -58,6 +62,8 @@ def fit(
     from judge.evaluation.gold import GoldRejected
     from judge.fitting.evaluate import adoption_rule
 
+    if shrink not in (None, "current", "zero"):
+        fail(f"--shrink must be current or zero, not {shrink!r}")
     for path in (gold, check_gold):
         if path is not None and not path.exists():
             fail(f"{path} does not exist")
@@ -67,7 +73,8 @@ def fit(
     try:
         result = api.fit(gold, db=store, output=output, judge_version=judge_version,
                          domain=domain, holdout=holdout, seed=seed, queue_recall=queue_recall,
-                         curve=curve, check_gold=check_gold, adopt=adopt)
+                         curve=curve, check_gold=check_gold, adopt=adopt,
+                         shrink=shrink)  # type: ignore[arg-type]
     except (EvaluationError, GoldRejected, api.RecordsError, ValueError, OSError) as exc:
         fail(escape(str(exc)))
     finally:

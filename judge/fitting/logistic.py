@@ -29,6 +29,9 @@ from judge.verdicts import LABELS
 
 #: The L2 strengths tried (the grid the embedded default's fit used).
 LAMBDAS: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+#: With a prior rule (shrinking toward the current rule), stronger penalties too: at the
+#: strongest the fit keeps the current rule's weights and refits only its intercepts.
+PRIOR_LAMBDAS: tuple[float, ...] = LAMBDAS + (3000.0, 10000.0, 100000.0)
 #: The ``review_support_below`` values tried.
 QUEUE_GRID: tuple[float, ...] = tuple(float(v) for v in np.round(np.arange(0.0, 0.951, 0.05), 2))
 DECIMALS = 4
@@ -41,13 +44,26 @@ def matrix(values: Features, names: Sequence[str]) -> np.ndarray:
     return np.array([[v[name] for name in names] for v in values], dtype=float)
 
 
-def fit(x: np.ndarray, y: np.ndarray, lam: float, names: Sequence[str]) -> ScoreModel:
-    """Class-balanced, L2-penalised multinomial logistic regression; weights in raw units."""
+def fit(x: np.ndarray, y: np.ndarray, lam: float, names: Sequence[str],
+        prior: ScoreModel | None = None) -> ScoreModel:
+    """Class-balanced, L2-penalised multinomial logistic regression; weights in raw units.
+
+    Without ``prior`` the penalty pulls the weights toward 0; with it, toward the prior
+    rule's weights (in the same standardised units), so where the gold says little (a label
+    with few claims, a small domain) the fitted rule stays close to the current one."""
     n, d = x.shape
     k = len(LABELS)
     mu, sd = x.mean(0), x.std(0)
     sd[sd == 0] = 1.0
     z = np.hstack([(x - mu) / sd, np.ones((n, 1))])
+    center = np.zeros((d, k))
+    start = np.zeros((d + 1) * k)
+    if prior is not None:
+        raw0 = np.array([[prior.weights.get(LABELS[c], {}).get(f, 0.0) for c in range(k)]
+                         for f in names], dtype=float).reshape(d, k)
+        center = raw0 * sd[:, None]
+        intercept0 = np.array([prior.intercept.get(label, 0.0) for label in LABELS])
+        start = np.vstack([center, intercept0 + (mu[:, None] * raw0).sum(0)]).ravel()
     present = [c for c in range(k) if (y == c).any()]
     weight = np.array([1.0 / np.mean(y == c) if c in present else 0.0 for c in range(k)])[y]
     weight /= weight.mean()
@@ -59,12 +75,13 @@ def fit(x: np.ndarray, y: np.ndarray, lam: float, names: Sequence[str]) -> Score
         s -= s.max(1, keepdims=True)
         p = np.exp(s)
         p /= p.sum(1, keepdims=True)
-        value = -(weight * np.log(p[np.arange(n), y] + 1e-12)).sum() + lam * (w[:-1] ** 2).sum()
+        off = w[:-1] - center
+        value = -(weight * np.log(p[np.arange(n), y] + 1e-12)).sum() + lam * (off ** 2).sum()
         grad = z.T @ ((p - onehot) * weight[:, None])
-        grad[:-1] += 2 * lam * w[:-1]
+        grad[:-1] += 2 * lam * off
         return float(value), grad.ravel()
 
-    w = minimize(loss, np.zeros((d + 1) * k), jac=True, method="L-BFGS-B").x.reshape(d + 1, k)
+    w = minimize(loss, start, jac=True, method="L-BFGS-B").x.reshape(d + 1, k)
     raw = w[:-1] / sd[:, None]
     intercept = w[-1] - (mu[:, None] * raw).sum(0)
     return ScoreModel(
@@ -94,7 +111,8 @@ def balanced_log_loss(probs: np.ndarray, y: np.ndarray) -> float:
 
 
 def out_of_fold(values: Features, y: np.ndarray, fold: Sequence[int], lam: float,
-                names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+                names: Sequence[str], prior: ScoreModel | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, probabilities) of each item from a rule fitted without its fold."""
     fold_arr = np.asarray(fold)
     pred = np.zeros(len(values), dtype=int)
@@ -104,7 +122,7 @@ def out_of_fold(values: Features, y: np.ndarray, fold: Sequence[int], lam: float
         rest = np.flatnonzero(fold_arr != f)
         if not len(rest):
             continue
-        model = fit(matrix([values[int(j)] for j in rest], names), y[rest], lam, names)
+        model = fit(matrix([values[int(j)] for j in rest], names), y[rest], lam, names, prior)
         pred[held], probs[held] = predict([values[int(j)] for j in held], model)
     return pred, probs
 
@@ -143,12 +161,14 @@ class Fitted:
     cv_balanced_log_loss: dict[float, float]
     cv_balanced_accuracy: dict[float, float]
     queue: dict[str, Any]
+    shrunk_toward_current: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "features": list(self.features),
-            "lambdas": list(LAMBDAS),
+            "shrunk_toward_current": self.shrunk_toward_current,
+            "lambdas": list(PRIOR_LAMBDAS if self.shrunk_toward_current else LAMBDAS),
             "folds": FOLDS,
             "cross_validated_balanced_log_loss": {
                 str(k): round(v, 4) for k, v in self.cv_balanced_log_loss.items()},
@@ -164,19 +184,21 @@ class Fitted:
 
 
 def fit_rule(values: Features, y: np.ndarray, fold: Sequence[int], names: Sequence[str],
-             queue_recall: float = 0.9) -> Fitted:
+             queue_recall: float = 0.9, prior: ScoreModel | None = None) -> Fitted:
     """The whole fit: the L2 strength by grouped cross-validation, the rule on every item,
     the review threshold on the out-of-fold verdicts (in-sample ones are optimistic, so a
-    threshold fitted on them misses the recall target on new claims)."""
+    threshold fitted on them misses the recall target on new claims). With ``prior`` the
+    penalty shrinks toward that rule (:func:`fit`), over :data:`PRIOR_LAMBDAS`."""
     names = tuple(names)
+    lambdas = PRIOR_LAMBDAS if prior is not None else LAMBDAS
     # one BLAS thread: for matrices this small, OpenBLAS's threads only wait on each other
     # (tens of times slower on a busy machine)
     with threadpool_limits(limits=1, user_api="blas"):
-        oof = {lam: out_of_fold(values, y, fold, lam, names) for lam in LAMBDAS}
-        cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in LAMBDAS}
-        lam = min(LAMBDAS, key=lambda v: (cv_loss[v], -v))  # ties: the stronger penalty
-        model = fit(matrix(values, names), y, lam, names)
-    cv_acc = {v: balanced_accuracy(oof[v][0], y) for v in LAMBDAS}
+        oof = {lam: out_of_fold(values, y, fold, lam, names, prior) for lam in lambdas}
+        cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in lambdas}
+        lam = min(lambdas, key=lambda v: (cv_loss[v], -v))  # ties: the stronger penalty
+        model = fit(matrix(values, names), y, lam, names, prior)
+    cv_acc = {v: balanced_accuracy(oof[v][0], y) for v in lambdas}
     queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, queue_recall)
     return Fitted(model, lam, queue["review_support_below"], names, len(values), cv_loss,
-                  cv_acc, queue)
+                  cv_acc, queue, shrunk_toward_current=prior is not None)

@@ -172,10 +172,14 @@ def fit_store(
     curve: bool = False,
     check_gold: GoldFile | None = None,
     from_reviews: bool = False,
+    toward_current: bool | None = None,
 ) -> FitResult:
     """Fit the rule of ``domain`` (None: the default rule) on ``gold`` from the stored calls
     of ``judge_version``; measure it on ``check_gold``, else on ``holdout`` (a share of the
-    gold, by answer, seeded; 0: no measurement, so no recommendation to adopt)."""
+    gold, by answer, seeded; 0: no measurement, so no recommendation to adopt).
+    ``toward_current`` (default: when fitting a domain's rule): shrink toward the rule that
+    decides now rather than toward 0, so a domain's few claims adjust the rule rather than
+    replace it."""
     if not 0.0 <= holdout < 1.0:
         raise FitError(f"--holdout {holdout}: the held-out share must be in [0, 1)")
     if not 0.0 < queue_recall < 1.0:
@@ -214,7 +218,8 @@ def fit_store(
         data, fit_items, held, domain=domain, seed=seed, queue_recall=queue_recall,
         curve=curve, source="check gold" if check is not None else
         f"held out {holdout:.0%} of the gold by answer",
-        extra_calls=check.model_calls if check else 0)
+        extra_calls=check.model_calls if check else 0,
+        toward_current=domain is not None if toward_current is None else toward_current)
 
 
 def fit_and_measure(
@@ -228,13 +233,16 @@ def fit_and_measure(
     curve: bool = False,
     source: str = "held-out claims",
     extra_calls: int = 0,
+    toward_current: bool = False,
 ) -> FitResult:
     """Fit on ``fit_items`` and measure on ``held`` (may be empty), with no check of the
-    minimum gold: :func:`fit_store` checks it first."""
+    minimum gold: :func:`fit_store` checks it first. ``toward_current``: the penalty shrinks
+    the weights toward the rule that decides the domain now (else toward 0)."""
     names = rule_features(data.config, domain)
     y = np.array([i.y for i in fit_items])
+    prior = data.config.rule_for(domain)[1].score_model if toward_current else None
     fitted = fit_rule([i.features for i in fit_items], y, folds_of(fit_items, seed=seed), names,
-                      queue_recall)
+                      queue_recall, prior)
     candidate = candidate_config(data.config, fitted, domain)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
@@ -253,7 +261,7 @@ def fit_and_measure(
     if curve and held:
         result.curve = learning_curve(
             fit_items, held, names, lambda f: candidate_config(data.config, f, domain),
-            seed=seed, queue_recall=queue_recall)
+            seed=seed, queue_recall=queue_recall, prior=prior)
     return result
 
 

@@ -205,3 +205,38 @@ def test_an_answer_decided_by_one_rule_is_not_reused_under_another(
     assert again.summary.run_id != first.summary.run_id and again.summary.answers == 0
     assert len(errors) == 2 and all("now selects rule 'default'" in e for e in errors)
     assert {r["rule"] for r in store.verdict_rows()} == {"alpha"}
+
+
+def test_a_domain_fit_shrinks_toward_the_current_rule_unless_told_otherwise(
+    two_domains: dict[str, Any], tmp_path: Path
+) -> None:
+    """A domain's rule is fitted toward the rule that decides the domain now (its few claims
+    adjust it); --shrink zero fits it from nothing, as the default rule's fit does."""
+    from typer.testing import CliRunner
+
+    from judge.cli import _register, app
+
+    _register()
+    fake = install(two_domains["fake"])
+    fake.calls.clear()
+    db = tmp_path / "judge.db"
+    shutil.copy(two_domains["folder"] / "master.db", db)
+
+    def run(*extra: str) -> dict[str, Any]:
+        result = CliRunner().invoke(app, ["fit", "--db", str(db), "--gold",
+                                          str(two_domains["gold"]), "--output",
+                                          str(tmp_path / "x.toml"), "--json", *extra])
+        assert result.exit_code in (0, 3), result.output
+        return json.loads(result.stdout)
+
+    shrunk, zero = run("--domain", "alpha"), run("--domain", "alpha", "--shrink", "zero")
+    assert shrunk["fit"]["shrunk_toward_current"] is True
+    assert zero["fit"]["shrunk_toward_current"] is False
+    assert shrunk["fit"]["lambdas"] != zero["fit"]["lambdas"]
+    assert shrunk["judge_version"] != zero["judge_version"]  # different rules
+    assert run("--holdout", "0.3")["fit"]["shrunk_toward_current"] is False  # default rule
+    assert fake.calls == []  # zero model calls either way
+    bad = CliRunner().invoke(app, ["fit", "--db", str(db), "--gold", str(two_domains["gold"]),
+                                   "--output", str(tmp_path / "y.toml"), "--shrink", "prior"])
+    assert bad.exit_code != 0 and "--shrink must be current or zero" in bad.output
+    assert not (tmp_path / "y.toml").exists()

@@ -105,6 +105,44 @@ def test_the_fit_recovers_a_rule_that_one_feature_decides() -> None:
     assert logistic.balanced_accuracy(logistic.predict(values, fitted.model)[0], y) >= 0.9
 
 
+def _one_feature_data(n: int, seed: int, flip: bool = False
+                      ) -> tuple[list[dict[str, float]], np.ndarray]:
+    """Claims whose overlap decides the label (in reverse order with ``flip``)."""
+    rng = np.random.default_rng(seed)
+    y = np.array([k % 4 for k in range(n)])
+    values = []
+    for gold in y:
+        row = {name: float(rng.normal(0, 0.1)) for name in CORE_FEATURES}
+        levels = [0.0, 0.3, 0.6, 0.9] if flip else [0.9, 0.6, 0.3, 0.0]
+        row["overlap"] = levels[gold] + float(rng.normal(0, 0.03))
+        values.append(row)
+    return values, y
+
+
+def test_shrinking_toward_the_current_rule_adjusts_it_instead_of_replacing_it() -> None:
+    """With a prior rule the penalty pulls toward its weights: at a very strong penalty the
+    fit keeps them; at a weak one the gold decides; the grid gains stronger penalties."""
+    names = CORE_FEATURES
+    big, y_big = _one_feature_data(200, 1)
+    prior = logistic.fit(logistic.matrix(big, names), y_big, 1.0, names)
+    small, y_small = _one_feature_data(24, 2, flip=True)  # a domain where overlap reads reversed
+    x = logistic.matrix(small, names)
+    kept = logistic.fit(x, y_small, 1e6, names, prior)
+    for label in LABELS:
+        for name in names:
+            assert kept.weights[label][name] == pytest.approx(
+                prior.weights[label][name], abs=0.02 + 0.02 * abs(prior.weights[label][name]))
+    toward_zero = logistic.fit(x, y_small, 1e6, names)
+    assert all(abs(w) < 0.05 for row in toward_zero.weights.values() for w in row.values())
+    learnt = logistic.fit(x, y_small, 0.1, names, prior)
+    assert learnt.weights["supported"]["overlap"] < learnt.weights["not_verifiable"]["overlap"]
+    assert prior.weights["supported"]["overlap"] > prior.weights["not_verifiable"]["overlap"]
+    fitted = logistic.fit_rule(small, y_small, [k % 6 for k in range(24)], names, prior=prior)
+    assert fitted.shrunk_toward_current and set(fitted.cv_balanced_log_loss) == set(
+        logistic.PRIOR_LAMBDAS)
+    assert fitted.as_dict()["lambdas"] == list(logistic.PRIOR_LAMBDAS)
+
+
 def test_fit_json_contract_zero_calls_and_the_config_judges_with_zero_calls(
     judged: dict[str, Any], db: Path, fake: FakeLLM, tmp_path: Path
 ) -> None:
