@@ -97,6 +97,7 @@ def _summary(result: FitResult, dataset: str, seconds: float) -> dict[str, Any]:
     return {
         "seconds": round(seconds, 1),
         "fit": {k: data["fit"][k] for k in ("n", "labels", "l2", "review_support_below",
+                                            "shrunk_toward_current",
                                             "queue_recall_out_of_fold",
                                             "queue_load_out_of_fold")},
         "check": h, "drift": {k: v for k, v in data["drift"].items() if k != "flipped"},
@@ -110,9 +111,11 @@ def _summary(result: FitResult, dataset: str, seconds: float) -> dict[str, Any]:
 
 def per_dataset(store: Store, version: str, tuning: GoldFile, check: GoldFile
                 ) -> tuple[dict[str, Any], dict[str, DomainRule]]:
-    """Each dataset's rule through ``judge fit``; when it refuses (too little gold), the
-    refusal, and the same fit and measurement made without the minimum (research only:
-    judge.fitting.run.fit_and_measure, which judge fit calls after its checks)."""
+    """Each dataset's rule through ``judge fit`` (a domain's fit shrinks toward the current
+    rule by default), and beside it the same fit shrunk toward 0 (``--shrink zero``); when
+    ``judge fit`` refuses (too little gold), the refusal, and the same fits made without the
+    minimum (research only: judge.fitting.run.fit_and_measure, which judge fit calls after
+    its checks)."""
     out: dict[str, Any] = {}
     rules: dict[str, DomainRule] = {}
     for dataset in DATASETS:
@@ -122,18 +125,24 @@ def per_dataset(store: Store, version: str, tuning: GoldFile, check: GoldFile
         try:
             result = fit_store(store, tuning, judge_version=version, domain=dataset,
                                check_gold=check, curve=True)
+            zero = fit_store(store, tuning, judge_version=version, domain=dataset,
+                             check_gold=check, toward_current=False)
         except FitRefused as exc:
             held = load_items(store, check, version, domain=dataset)
             data = load_items(store, tuning, version, domain=dataset,
                               exclude_claims={i.claim.id for i in held.items})
             result = fit_and_measure(data, data.items, held.items, domain=dataset,
-                                     curve=True, source="check gold")
+                                     curve=True, source="check gold", toward_current=True)
+            zero = fit_and_measure(data, data.items, held.items, domain=dataset,
+                                   source="check gold", toward_current=False)
             out[dataset] = {"command": command, "refused": str(exc),
-                            "below_minimum_research_fit": _summary(
-                                result, dataset, time.perf_counter() - started)}
+                            "below_minimum_research_fit": {
+                                **_summary(result, dataset, time.perf_counter() - started),
+                                "shrink_zero": _summary(zero, dataset, 0.0)}}
             continue
         out[dataset] = {"command": command,
-                        **_summary(result, dataset, time.perf_counter() - started)}
+                        **_summary(result, dataset, time.perf_counter() - started),
+                        "shrink_zero": _summary(zero, dataset, 0.0)}
         if result.recommend_adopt:  # what a team following the adoption rule would run
             rules[dataset] = result.candidate.domain_rules[dataset]
     return out, rules

@@ -178,7 +178,9 @@ def test_the_readme_block_gives_the_per_dataset_fits_and_learning_curves(
     table_row, curve_row = [line for line in block.splitlines() if line.startswith("| gamma |")]
     assert table_row.startswith(f"| gamma | {gamma['fit']['n']} | {default:.0%} (")
     assert f"| {fitted:.0%} (" in table_row
-    assert f"{gamma['balanced_accuracy_change_points']:+.1f}" in table_row
+    zero = gamma["shrink_zero"]["check"]["balanced_accuracy"]["candidate"]["value"]
+    assert f"{gamma['balanced_accuracy_change_points']:+.1f} | {zero:.0%} |" in table_row
+    assert gamma["fit"]["shrunk_toward_current"] is True
     assert ("adopt |" if gamma["recommend_adopt"] else "keep the default") in table_row
     # delta is short of the minimum gold: its row says refused and why
     assert "refused" in per["delta"]
