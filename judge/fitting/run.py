@@ -92,7 +92,9 @@ class FitResult:
         header = [
             f"Written by `judge fit` ({self.generated_at}): {scope} fitted on "
             f"{self.fitted.n} reviewed claims of {self.gold['file']} from the stored calls of "
-            f"{self.baseline_version}; L2 {self.fitted.l2}, review_support_below "
+            f"{self.baseline_version}; L2 {self.fitted.l2} (toward "
+            f"{'the rule it replaces' if self.fitted.shrunk_toward_current else '0'}), "
+            "review_support_below "
             f"{self.fitted.review_support_below} (queue recall target {self.queue_recall:.0%}).",
         ]
         if self.holdout is not None:

@@ -229,7 +229,12 @@ def test_a_domain_fit_shrinks_toward_the_current_rule_unless_told_otherwise(
         assert result.exit_code in (0, 3), result.output
         return json.loads(result.stdout)
 
-    shrunk, zero = run("--domain", "alpha"), run("--domain", "alpha", "--shrink", "zero")
+    shrunk = run("--domain", "alpha")
+    header = (tmp_path / "x.toml").read_text(encoding="utf-8").split("[judge]")[0]
+    assert "(toward the rule it replaces)" in " ".join(header.replace("#", " ").split())
+    zero = run("--domain", "alpha", "--shrink", "zero")
+    header = (tmp_path / "x.toml").read_text(encoding="utf-8").split("[judge]")[0]
+    assert "(toward 0)" in " ".join(header.replace("#", " ").split())
     assert shrunk["fit"]["shrunk_toward_current"] is True
     assert zero["fit"]["shrunk_toward_current"] is False
     assert shrunk["fit"]["lambdas"] != zero["fit"]["lambdas"]
