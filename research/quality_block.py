@@ -114,7 +114,8 @@ def fit_tables(report: dict[str, Any]) -> str:
         check = fit["check"]
         bal = check["balanced_accuracy"]
         if "refused" in entry:
-            verdict = "refused: " + entry["refused"].split(": ", 1)[-1].split(". ")[0]
+            verdict = ("refused (its figures: the same fit made without the minimum): "
+                       + entry["refused"].split(": ", 1)[-1].split(". ")[0])
         elif fit["recommend_adopt"]:
             verdict = "adopt"
         else:

@@ -184,7 +184,8 @@ def test_the_readme_block_gives_the_per_dataset_fits_and_learning_curves(
     assert ("adopt |" if gamma["recommend_adopt"] else "keep the default") in table_row
     # delta is short of the minimum gold: its row says refused and why
     assert "refused" in per["delta"]
-    assert "refused: a fit needs at least 10 reviewed claims" in next(
+    assert "refused (its figures: the same fit made without the minimum): a fit needs at " \
+        "least 10 reviewed claims" in next(
         line for line in block.splitlines() if line.startswith("| delta |"))
     # the curve: one column per size below the dataset's whole tuning set, then all (n)
     header = next(line for line in block.splitlines() if line.startswith("| dataset | 25"))
