@@ -49,9 +49,10 @@ def fit(
         0.9, "--queue-recall", help="Share of human-rejected claims the review queue must "
                                     "catch (with 95% confidence on the fitting claims)."),
     shrink: str | None = typer.Option(
-        None, "--shrink", help="current: the penalty pulls the weights toward the rule that "
-                               "decides now (the default with --domain: a domain's few claims "
-                               "adjust the rule); zero: toward 0 (the default without)."),
+        None, "--shrink", metavar="current|zero",
+        help="current: the penalty pulls the weights toward the rule that decides now (the "
+             "default with --domain: a domain's few claims adjust the rule); zero: toward 0 "
+             "(the default without)."),
 ) -> None:
     """Learn the 'scores' decision rule from your reviewed claims, with zero model calls.
 
