@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -75,13 +76,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def served(tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig) -> Iterator[tuple[str, Path]]:
-    db = tmp_path / "review.db"
+def judged_with_queue(db: Path, records: list[dict], folder: Path, config: JudgeConfig) -> Path:
+    """A store holding the records judged by the fake judge and a queue of every claim."""
     store = Store.open(db)
-    judge_file(write_jsonl(tmp_path / "in.jsonl", RECORDS), config=config, db=store)
+    judge_file(write_jsonl(folder / "in.jsonl", records), config=config, db=store)
     build_queue(store, options=QueueOptions(sample_rate=1.0, double_fraction=0.0))
     store.close()
+    return db
+
+
+@contextmanager
+def judge_serve(db: Path) -> Iterator[str]:
+    """``judge serve`` on ``db`` in a subprocess, as a user starts it; yields its base URL
+    once ``/v1/health`` answers, and stops it on leaving."""
     port = free_port()
     code = "import sys; from judge.cli import main; sys.argv = ['judge', *sys.argv[1:]]; main()"
     env = {**os.environ, "CLAIM_JUDGE_TOKENS": f"{TOKEN}:alice", "PYTHONPATH": str(ROOT)}
@@ -101,10 +108,17 @@ def served(tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig) -> Iterator[t
             if server.poll() is not None or time.time() > deadline:
                 pytest.fail(f"judge serve did not start:\n{server.stdout.read() if server.stdout else ''}")
             time.sleep(0.2)
-        yield base, db
+        yield base
     finally:
         server.terminate()
         server.wait(10)
+
+
+@pytest.fixture
+def served(tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig) -> Iterator[tuple[str, Path]]:
+    db = judged_with_queue(tmp_path / "review.db", RECORDS, tmp_path, config)
+    with judge_serve(db) as base:
+        yield base, db
 
 
 def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path: Path) -> None:
@@ -195,74 +209,48 @@ def test_list_view_help_saved_and_json_path_in_a_real_browser(
 ) -> None:
     from playwright.sync_api import sync_playwright
 
-    db = tmp_path / "list.db"
-    store = Store.open(db)
-    judge_file(write_jsonl(tmp_path / "in.jsonl", [*RECORDS, JSON_RECORD]), config=config,
-               db=store)
-    build_queue(store, options=QueueOptions(sample_rate=1.0, double_fraction=0.0))
-    store.close()
+    db = judged_with_queue(tmp_path / "list.db", [*RECORDS, JSON_RECORD], tmp_path, config)
     shots = Path(os.environ.get("CLAIM_JUDGE_SCREENSHOTS") or tmp_path / "shots")
     shots.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    code = "import sys; from judge.cli import main; sys.argv = ['judge', *sys.argv[1:]]; main()"
-    env = {**os.environ, "CLAIM_JUDGE_TOKENS": f"{TOKEN}:alice", "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--db", str(db), "--port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                pytest.fail("judge serve did not start")
-            time.sleep(0.2)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
-                                         headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                page.goto(f"{base}/review/list")
-                page.fill("#token", TOKEN)
-                page.click("#login-form button[type=submit]")
-                page.wait_for_url("**/review/list*")
-                groups = page.locator("section.answer-group")
-                assert groups.count() == 4  # one card per answer, its claims together
-                assert page.locator("tr.item").count() == 6
-                assert "label:" not in page.inner_text("main")  # blind
-                page.screenshot(path=str(shots / "review-list.png"), full_page=True)
-                page.fill("#search", "b-en")
-                page.click("#filters button[type=submit]")
-                page.wait_for_url("**q=b-en*")
-                assert page.locator("tr.item").count() == 2
-                page.click("tr.item a")  # open an item from the list
-                page.wait_for_url("**/review?*pos=*")
-                assert page.locator("#guideline").is_visible()
-                page.keyboard.press("?")
-                assert page.locator("#shortcuts").is_visible()
-                page.screenshot(path=str(shots / "review-help.png"))
-                page.keyboard.press("Escape")
-                assert not page.locator("#shortcuts").is_visible()
-                page.keyboard.press("1")
-                page.keyboard.press("Enter")
-                page.wait_for_url("**saved=*")
-                assert page.locator("#saved").is_visible()
-                assert "Saved item" in page.inner_text("#saved")
-                # the JSON item: the value at the cited path is marked
-                page.goto(f"{base}/review/list?q=d-json")
-                page.click("tr.item a")
-                page.wait_for_url("**/review?*pos=*")
-                assert page.locator(".source-text mark.hl-jsonpath").first.inner_text() == "120"
-                page.screenshot(path=str(shots / "review-json-path.png"), full_page=True)
-            finally:
-                browser.close()
-    finally:
-        server.terminate()
-        server.wait(10)
+    with judge_serve(db) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{base}/review/list")
+            page.fill("#token", TOKEN)
+            page.click("#login-form button[type=submit]")
+            page.wait_for_url("**/review/list*")
+            groups = page.locator("section.answer-group")
+            assert groups.count() == 4  # one card per answer, its claims together
+            assert page.locator("tr.item").count() == 6
+            assert "label:" not in page.inner_text("main")  # blind
+            page.screenshot(path=str(shots / "review-list.png"), full_page=True)
+            page.fill("#search", "b-en")
+            page.click("#filters button[type=submit]")
+            page.wait_for_url("**q=b-en*")
+            assert page.locator("tr.item").count() == 2
+            page.click("tr.item a")  # open an item from the list
+            page.wait_for_url("**/review?*pos=*")
+            assert page.locator("#guideline").is_visible()
+            page.keyboard.press("?")
+            assert page.locator("#shortcuts").is_visible()
+            page.screenshot(path=str(shots / "review-help.png"))
+            page.keyboard.press("Escape")
+            assert not page.locator("#shortcuts").is_visible()
+            page.keyboard.press("1")
+            page.keyboard.press("Enter")
+            page.wait_for_url("**saved=*")
+            assert page.locator("#saved").is_visible()
+            assert "Saved item" in page.inner_text("#saved")
+            # the JSON item: the value at the cited path is marked
+            page.goto(f"{base}/review/list?q=d-json")
+            page.click("tr.item a")
+            page.wait_for_url("**/review?*pos=*")
+            assert page.locator(".source-text mark.hl-jsonpath").first.inner_text() == "120"
+            page.screenshot(path=str(shots / "review-json-path.png"), full_page=True)
+        finally:
+            browser.close()
 
 
 def test_html_report_renders_with_charts_in_a_real_browser(tmp_path: Path) -> None:
