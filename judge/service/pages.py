@@ -223,6 +223,12 @@ def _list_rows(store: Store, queue: dict[str, Any], items: list[dict[str, Any]],
     return rows
 
 
+def _no_queue(request: Request, session: Session, exc: QueueError) -> Response:
+    """The page for a queue that does not exist (or no queue at all)."""
+    return render(request, "message.html", status=404, session=session,
+                  title="No review queue", message=str(exc))
+
+
 @router.get("/review/list")
 def review_list(
     request: Request, queue: str | None = None, label: str | None = None,
@@ -237,14 +243,13 @@ def review_list(
         try:
             queue_row = get_queue(store, queue)
         except QueueError as exc:
-            return render(request, "message.html", status=404, session=session,
-                          title="No review queue", message=str(exc))
+            return _no_queue(request, session, exc)
         rows = _list_rows(store, queue_row, queue_items(store, queue_row["id"]),
                           session.identity.annotator, reveal)
     finally:
         store.close()
     choices = {
-        "reason": sorted({r for row in rows for r in row["reasons"]}),
+        "reason": sorted({r for row in rows for r in row["reasons"]}) if reveal else [],
         "dataset": sorted({row["dataset"] for row in rows}),
         "label": sorted({row["label"] for row in rows if row["label"]}) if reveal else [],
     }
@@ -263,16 +268,11 @@ def review_list(
     pages = max(1, -(-len(shown) // LIST_PAGE_SIZE))
     page = min(max(page, 1), pages)
     window = shown[(page - 1) * LIST_PAGE_SIZE: page * LIST_PAGE_SIZE]
-    groups: list[dict[str, Any]] = []
+    by_answer: dict[str, dict[str, Any]] = {}
     for row in window:  # reading order; an answer's claims together, at its first claim
-        if groups and groups[-1]["answer_id"] == row["answer_id"]:
-            groups[-1]["rows"].append(row)
-            continue
-        group = next((g for g in groups if g["answer_id"] == row["answer_id"]), None)
-        if group is None:
-            groups.append({"answer_id": row["answer_id"], "rows": [row]})
-        else:
-            group["rows"].append(row)
+        by_answer.setdefault(row["answer_id"], {"answer_id": row["answer_id"], "rows": []})[
+            "rows"].append(row)
+    groups = list(by_answer.values())
     filters = {"label": label, "reason": reason, "dataset": dataset, "reviewed": reviewed,
                "q": q}
     return render(request, "list.html", session=session, queue=queue_row, groups=groups,
@@ -291,8 +291,7 @@ def review_page(request: Request, queue: str | None = None, pos: int | None = No
         try:
             q = get_queue(store, queue)
         except QueueError as exc:
-            return render(request, "message.html", status=404, session=session,
-                          title="No review queue", message=str(exc))
+            return _no_queue(request, session, exc)
         items = queue_items(store, q["id"])
         if not items:
             return render(request, "message.html", session=session, title="Nothing to review",
@@ -368,8 +367,7 @@ def dashboard(request: Request, queue: str | None = None) -> Response:
         try:
             counts = dashboard_counts(store, queue)
         except QueueError as exc:
-            return render(request, "message.html", status=404, session=session,
-                          title="No review queue", message=str(exc))
+            return _no_queue(request, session, exc)
     finally:
         store.close()
     return render(request, "dashboard.html", session=session, counts=counts, labels=LABELS)
@@ -412,8 +410,7 @@ def adjudicate_page(
         try:
             ctx = _adjudication_context(store, request, queue, item)
         except QueueError as exc:
-            return render(request, "message.html", status=404, session=session,
-                          title="No review queue", message=str(exc))
+            return _no_queue(request, session, exc)
     finally:
         store.close()
     return render(request, "adjudicate.html", session=session, error=None, **ctx)
