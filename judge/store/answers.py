@@ -238,12 +238,8 @@ class AnswersMixin(RunsMixin):
         ids = [verdict_id(v.judge_version, v.claim_id) for v in verdicts]
         if not ids:
             return
-        stored: set[str] = set()
-        for k in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
-            chunk = ids[k:k + 500]
-            stored.update(row[0] for row in self.db.execute(
-                f"select id from verdicts where id in ({','.join('?' * len(chunk))})",
-                chunk).fetchall())
+        stored = {row["id"] for row in self.rows_in(
+            "select id from verdicts where id in ({marks})", ids)}
         fresh: dict[str, Verdict] = {}
         for vid, verdict in zip(ids, verdicts, strict=True):
             if vid not in stored and vid not in fresh:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +34,10 @@ def verdict_id(judge_version: str, claim_id: str) -> str:
 
 def record_sha(record: AnswerRecord) -> str:
     return content_hash(record.model_dump(mode="json", by_alias=True))
+
+
+#: Values bound per query of :meth:`StoreBase.rows_in`.
+IN_CHUNK = 500
 
 
 class StoreError(RuntimeError):
@@ -81,6 +85,14 @@ class StoreBase:
 
     def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         return list(self.db.query(sql, params or []))
+
+    def rows_in(self, sql: str, values: Sequence[Any]) -> Iterator[dict[str, Any]]:
+        """Rows of ``sql``, whose ``{marks}`` stands for one placeholder per value of
+        ``values``, queried in chunks within SQLite's limit on bound parameters (so any
+        number of values)."""
+        for start in range(0, len(values), IN_CHUNK):
+            chunk = list(values[start:start + IN_CHUNK])
+            yield from self.db.query(sql.format(marks=",".join("?" * len(chunk))), chunk)
 
     def count(self, sql: str, params: list[Any] | None = None) -> int:
         return int(self.db.execute(sql, params or []).fetchone()[0])

@@ -38,11 +38,8 @@ class CallsMixin(StoreBase):
 
     def call_rows(self, call_ids: Iterable[str], columns: str = "*") -> Iterator[dict[str, Any]]:
         """The stored calls with these ids (in chunks, any number of ids)."""
-        ids = sorted(set(call_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            yield from self.db.query(f"select {columns} from calls where id in ({marks})", chunk)
+        yield from self.rows_in(f"select {columns} from calls where id in ({{marks}})",
+                                sorted(set(call_ids)))
 
 
 class CallReader:

@@ -92,3 +92,17 @@ def test_a_store_of_the_first_schema_upgrades_and_its_verdicts_are_reused(
             [v.model_dump() for v in first[0].verdicts]
     finally:
         store.close()
+
+
+def test_rows_in_reads_any_number_of_values_in_chunks(tmp_path: Path) -> None:
+    """More values than one query may bind (IN_CHUNK per query): every matching row once."""
+    from judge.store.base import IN_CHUNK
+
+    store = Store.open(tmp_path / "s.db")
+    store.db.execute("create table t (id text primary key)")
+    store.db["t"].insert_all({"id": f"v{k}"} for k in range(3 * IN_CHUNK))
+    wanted = [f"v{k}" for k in range(0, 3 * IN_CHUNK, 2)] + ["absent"]
+    got = [r["id"] for r in store.rows_in("select id from t where id in ({marks})", wanted)]
+    assert sorted(got) == sorted(wanted[:-1]) and len(got) == len(set(got))
+    assert list(store.rows_in("select id from t where id in ({marks})", [])) == []
+    store.close()
