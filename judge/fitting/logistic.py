@@ -3,7 +3,9 @@ strength chosen by grouped cross-validation, and the review threshold for a queu
 
 Features are standardised for the fit and the weights written back in raw units (rounded to
 :data:`DECIMALS` places, as a judge config pins them), with an L2 penalty on the weights
-(not the intercepts). The penalty strength is the value of :data:`LAMBDAS` with the lowest
+(not the intercepts) toward 0, or toward a prior rule's weights (a domain's rule shrunk toward
+the rule that decides it now; then over :data:`PRIOR_LAMBDAS`). The penalty strength is the
+value of :data:`LAMBDAS` with the lowest
 grouped k-fold cross-validated *balanced log-loss* (a proper scoring rule, so the
 probabilities the queue threshold reads stay honest; ties go to the stronger penalty).
 ``review_support_below`` is the smallest value of :data:`QUEUE_GRID` whose queue, judged
