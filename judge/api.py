@@ -572,6 +572,9 @@ def fit(
     from judge.fitting.items import gold_from_store
     from judge.fitting.run import fit_store, write_config
 
+    if shrink not in (None, "current", "zero"):
+        raise ValueError(f"shrink must be 'current' or 'zero', not {shrink!r}")
+
     with _store(db) as store:
         gold_file = _gold(gold) if gold is not None else gold_from_store(store)
         check = _gold(check_gold) if check_gold is not None else None

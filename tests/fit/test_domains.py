@@ -245,3 +245,10 @@ def test_a_domain_fit_shrinks_toward_the_current_rule_unless_told_otherwise(
                                    "--output", str(tmp_path / "y.toml"), "--shrink", "prior"])
     assert bad.exit_code != 0 and "--shrink must be current or zero" in bad.output
     assert not (tmp_path / "y.toml").exists()
+
+
+def test_an_unknown_shrink_is_refused_by_the_api(two_domains: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="shrink must be 'current' or 'zero'"):
+        fit(two_domains["gold"], db=two_domains["folder"] / "master.db",
+            shrink="prior")  # type: ignore[arg-type]
