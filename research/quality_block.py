@@ -92,10 +92,6 @@ def quality_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ci_cell(est: dict[str, Any] | None) -> str:
-    return _with_ci(est, _pct) if est and est.get("value") is not None else "–"
-
-
 def fit_tables(report: dict[str, Any]) -> str:
     """Per dataset, the rule ``judge fit --domain D`` learns from that dataset's tuning items
     against the default on its check items, and the learning curve (balanced accuracy on the
@@ -123,8 +119,8 @@ def fit_tables(report: dict[str, Any]) -> str:
                 c["name"].replace("_", " ") for c in fit["checks"] if not c["holds"])
         zero = (fit.get("shrink_zero") or {}).get("check", {}).get("balanced_accuracy", {})
         rows.append(
-            f"| {name} | {fit['fit']['n']} | {_ci_cell(bal['baseline'])} | "
-            f"{_ci_cell(bal['candidate'])} | {fit['balanced_accuracy_change_points']:+.1f} | "
+            f"| {name} | {fit['fit']['n']} | {_with_ci(bal['baseline'], _pct)} | "
+            f"{_with_ci(bal['candidate'], _pct)} | {fit['balanced_accuracy_change_points']:+.1f} | "
             f"{_pct((zero.get('candidate') or {}).get('value'))} | "
             f"{_pct(check['queue_recall']['candidate']['value'])} | "
             f"{_pct(check['queue_false_alarm']['candidate']['value'])} | {verdict} |")
