@@ -108,7 +108,8 @@ class JudgeConfig(BaseModel):
     #: "scores": the excerpts the model reads with a claim. "claim": the ones
     #: located for that claim. "answer": one set for every claim of an answer (the best of each
     #: claim's, within a budget), so the prompts of an answer's claims share their beginning and
-    #: the embedded runtime's prompt cache (CLAIM_JUDGE_PROMPT_CACHE=1) reuses it. An answer of
+    #: the embedded runtime evaluates it once per answer (judge.models.shared_prefix: split
+    #: points fixed by the prompt, so the scores do not depend on what ran before). An answer of
     #: one claim is asked exactly as with "claim". The evidence and the program's features stay
     #: each claim's own.
     excerpts: Literal["claim", "answer"] = "claim"

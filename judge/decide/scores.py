@@ -76,7 +76,8 @@ class ScoresStrategy(StrategyBase):
             "choose_label", version, self.root, frame=frame, claim=claim.text,
             excerpts=excerpt_data(shown), zh=has_cjk(claim.text),
         )
-        logprobs, call = await self.client.choice(prompt, OPTIONS, "score", run_id)
+        logprobs, call = await self.client.choice(
+            prompt, OPTIONS, "score", run_id, shared_prefix=frame is not None)
         return log_normalise(logprobs), call
 
 

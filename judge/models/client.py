@@ -193,14 +193,21 @@ class ModelClient:
             "max_tokens": self.config.max_tokens,
         }
 
-    def choice_params(self) -> dict[str, Any]:
-        return {
+    def choice_params(self, shared_prefix: bool = False) -> dict[str, Any]:
+        """``shared_prefix``: the prompt shares its excerpts with the other claims of its
+        answer; the embedded runtime then reuses their KV cache (judge.models.shared_prefix),
+        which changes the numbers slightly, so it is part of the call's identity. Other
+        providers are not told (their prompt caching needs nothing from us)."""
+        params: dict[str, Any] = {
             "temperature": self.config.temperature,
             "seed": self.config.seed,
             "max_tokens": 1,
             "logprobs": True,
             "top_logprobs": CHOICE_TOP_LOGPROBS,
         }
+        if shared_prefix and self.config.model.startswith("embedded/"):
+            params["shared_prefix"] = True
+        return params
 
     def endpoint(self) -> dict[str, Any]:
         """Where calls go and how (operational: not part of a call's identity). The provider
@@ -354,7 +361,8 @@ class ModelClient:
     # -- choice calls: one forward pass, the option letters' log-probabilities -------------
 
     async def choice(
-        self, prompt: RenderedPrompt, options: dict[str, str], purpose: str, run_id: str | None
+        self, prompt: RenderedPrompt, options: dict[str, str], purpose: str, run_id: str | None,
+        shared_prefix: bool = False,
     ) -> tuple[dict[str, float], str]:
         """Ask for one option letter and return (option value → log-probability, call id).
 
@@ -363,7 +371,8 @@ class ModelClient:
         model's argmax) decides. A provider without log-probabilities, or an answer that
         puts almost no probability on the letters, fails closed (``CallFailed``)."""
         schema = {"choice": options, "top_logprobs": CHOICE_TOP_LOGPROBS}
-        call_id = self._call_id(prompt, schema, self.choice_params())
+        params = self.choice_params(shared_prefix)
+        call_id = self._call_id(prompt, schema, params)
         stored = self.store.get_call(call_id) if self.store else None
         scores = None if call_id in self.refresh else stored_scores(stored, options)
         if scores is not None:
@@ -375,7 +384,8 @@ class ModelClient:
                 raise CallFailed(stored["error"], call_id)
             raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
         result: tuple[dict[str, float], str] = await self._once(
-            call_id, lambda: self._choice_call(prompt, options, schema, call_id, purpose, run_id))
+            call_id,
+            lambda: self._choice_call(prompt, options, schema, call_id, purpose, run_id, params))
         return result
 
     async def _choice_call(
@@ -386,12 +396,13 @@ class ModelClient:
         call_id: str,
         purpose: str,
         run_id: str | None,
+        params: dict[str, Any],
     ) -> tuple[dict[str, float], str]:
         import litellm
 
         litellm.suppress_debug_info = True
         attempts = Attempts(call_id, run_id)
-        row = self._row(prompt, schema, call_id, purpose, run_id, self.choice_params())
+        row = self._row(prompt, schema, call_id, purpose, run_id, params)
         started = time.perf_counter()
 
         async def send() -> Any:
@@ -401,7 +412,7 @@ class ModelClient:
                     model=self.config.model,
                     messages=prompt.messages,
                     timeout=self.config.timeout_s,
-                    **self.choice_params(),
+                    **params,
                     **self.endpoint(),
                 )
             except Exception as exc:

@@ -21,9 +21,11 @@ Environment:
 * ``CLAIM_JUDGE_GGUF``: use this GGUF file instead of the packaged one (no hash check).
 * ``CLAIM_JUDGE_N_CTX``: context size (default 8192).
 * ``CLAIM_JUDGE_THREADS``: CPU threads (default: number of usable cores).
-* ``CLAIM_JUDGE_PROMPT_CACHE``: ``1`` reuses the KV cache of a shared prompt prefix between
-  requests. Faster, but an answer then depends on what ran before (cached and fresh prompt
-  processing differ numerically), so it is off by default for reproducible verdicts.
+* ``CLAIM_JUDGE_PROMPT_CACHE``: ``1`` lets every request reuse the KV cache of whatever ran
+  before. Faster, but a request's scores then depend on what ran before (cached and fresh
+  prompt processing differ numerically), so it is off by default. Requests flagged
+  ``shared_prefix`` (the claims of one answer) reuse the cache either way, with split points
+  that depend on the prompt alone (:mod:`judge.models.shared_prefix`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from judge.models.shared_prefix import PrefixCache
 
 __all__ = [
     "DEFAULT_N_CTX",
@@ -348,7 +352,9 @@ class _Runtime:
         # Don't let llama.cpp shrink the context to "fit" memory behind our back.
         params.fit_params = False
         params.cache_prompt = prompt_cache
-        params.cache_ram_mib = 512 if prompt_cache else 0
+        # No copies of earlier prompts in RAM: a cached prefix is only ever the slot's own, which
+        # is what lets judge.models.shared_prefix fix the split points.
+        params.cache_ram_mib = 0
         params.ui = False
         params.endpoint_slots = False
         params.endpoint_metrics = False
@@ -369,8 +375,12 @@ class _Runtime:
             prompt_cache=prompt_cache,
             load_seconds=time.perf_counter() - started,
         )
+        self._prefix = PrefixCache(self._server)
 
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("shared_prefix"):
+            return self._prefix.chat({k: v for k, v in request.items() if k != "shared_prefix"})
+        self._prefix.forget()
         request = {**request, "cache_prompt": self.info.prompt_cache}
         result = self._server.handle_chat_completions(request)
         if isinstance(result, (str, bytes)):

@@ -50,6 +50,9 @@ _PASSTHROUGH = frozenset(
         "tools",
         "tool_choice",
         "parallel_tool_calls",
+        # this project's own flag: the claims of one answer share a prompt prefix
+        # (judge.models.shared_prefix)
+        "shared_prefix",
     }
 )
 # Keys litellm may put into optional_params that carry no meaning for a local model. litellm

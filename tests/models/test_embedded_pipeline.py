@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
 
-from judge.api import judge_file
+from judge.api import judge_answers, judge_file
 from judge.config import DEFAULT_MODEL, JudgeConfig
 from judge.store import Store
 from judge.verdicts import JUDGE_ERROR, LABELS
@@ -44,3 +45,42 @@ def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
     assert all(c["raw_output"] for c in calls if c["error"] is None)
     again = judge_file(path, config=JudgeConfig.load(), db=store).summary
     assert again.model_calls == 0 and again.claims == summary.claims
+
+
+def _two_answers() -> list[dict[str, object]]:
+    return [
+        {"id": "film", "answer": "x", "sources": [
+            {"id": "S1", "text": "The film was released in 1999 and directed by Sam Mendes. "
+                                 "It won five Oscars, including Best Picture."}],
+         "claims": [{"text": "The film was released in 1999."},
+                    {"text": "Sam Mendes directed the film."},
+                    {"text": "The film won three Oscars."}]},
+        {"id": "py", "answer": "x", "sources": [
+            {"id": "P1", "text": "Python 3.11 added the tomllib module for parsing TOML."}],
+         "claims": [{"text": "Python 3.11 added tomllib."},
+                    {"text": "tomllib writes TOML files."}]},
+    ]
+
+
+def test_shared_excerpts_scores_do_not_depend_on_the_order(tmp_path: Path) -> None:
+    """excerpts = "answer": the claims of an answer reuse the runtime's KV cache of their
+    common prefix, and a claim's scores are the same whatever the runtime ran before."""
+    config = JudgeConfig.load(None, excerpts="answer")
+    answers = _two_answers()
+
+    def scores(order: list[dict[str, object]], name: str) -> dict[str, object]:
+        store = Store.open(tmp_path / f"{name}.db")
+        results = judge_answers(order, config=config, db=store)
+        assert all(v.label in LABELS for r in results for v in r.verdicts)
+        calls = {c["id"]: c for c in store.db["calls"].rows}
+        assert all(json.loads(c["params"]).get("shared_prefix") is True
+                   for c in calls.values()), "multi-claim answers are asked with the flag"
+        return {k: json.loads(c["parsed"])["logprobs"] for k, c in calls.items()}
+
+    first = scores(answers, "first")
+    # something unflagged in between, then the answers in the other order
+    judge_answers([{**_two_answers()[1], "id": "single",
+                    "claims": [{"text": "Python 3.11 added tomllib."}]}],
+                  config=config, db=Store.open(tmp_path / "single.db"))
+    second = scores(answers[::-1], "second")
+    assert len(first) == 5 and first == second

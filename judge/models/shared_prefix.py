@@ -1,0 +1,117 @@
+"""Reusing the embedded runtime's KV cache for the prefix that the claims of one answer share,
+without making a claim's scores depend on what ran before.
+
+llama.cpp evaluates a prompt from the longest prefix its cache holds; where that split falls
+changes the numbers slightly (up to about 0.09 in log-probability), so a plain prompt cache
+makes a claim's scores depend on the requests before it. Here the split points are fixed by
+the prompt alone. A request flagged ``shared_prefix`` (the claims of one answer asked about
+the same excerpts, ``excerpts = "answer"``) is evaluated in three levels:
+
+1. ``common``: the rendered text before the first data frame (the instructions, the same for
+   every answer): evaluated from an empty cache the first time, then kept;
+2. ``shared``: the text through the opening line of the last data frame (the excerpts, the
+   same for every claim of the answer): evaluated on top of ``common``;
+3. the rest (the claim and the question): evaluated on top of ``shared``.
+
+Before each level the cache is cut back to exactly the level below by sending that level's
+text again, which makes llama.cpp evaluate its last token once more; this is done every time,
+the first time included, so the cache holds the same numbers whatever came before. A claim's
+scores are then a function of its prompt only (asserted by a test that asks in two orders).
+
+The text of a level is the model's chat template applied by hand (ChatML, Qwen2.5's); a
+request with other roles, or a cut that does not line up with the runtime's tokens (checked
+on every cut), is evaluated whole from an empty cache instead, as unflagged requests are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+#: How a data frame opens (:func:`judge.models.prompts.boundary_for`).
+FRAME_OPEN = "<<DATA-"
+
+
+@dataclass(frozen=True)
+class Levels:
+    common: str
+    shared: str
+
+
+def levels(messages: list[dict[str, Any]]) -> Levels | None:
+    """The two prefix levels of a system + user request, in ChatML, or ``None`` when the
+    request does not have that shape or its user message holds no data frame."""
+    if len(messages) != 2 or [m.get("role") for m in messages] != ["system", "user"]:
+        return None
+    system, user = (m.get("content") for m in messages)
+    if not isinstance(system, str) or not isinstance(user, str):
+        return None
+    first, last = user.find(FRAME_OPEN), user.rfind(FRAME_OPEN)
+    end = user.find("\n", last) if last >= 0 else -1
+    if first <= 0 or end < 0:
+        return None
+    head = f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
+    return Levels(common=head + user[:first], shared=head + user[: end + 1])
+
+
+class PrefixCache:
+    """The state of the runtime's one slot, as far as the shared-prefix levels go. Used under
+    the runtime's call lock only."""
+
+    def __init__(self, server: Any) -> None:
+        self._server = server
+        self._common: str | None = None
+        self._shared: str | None = None
+
+    def forget(self) -> None:
+        """The slot now holds something else (an unflagged request ran)."""
+        self._common = self._shared = None
+
+    def chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run a flagged chat request with fixed split points; see the module docstring."""
+        found = levels(request.get("messages") or [])
+        if found is None or not self._prepare(found):
+            self.forget()
+            return _answer(self._server.handle_chat_completions(
+                {**request, "cache_prompt": False}))
+        result = _answer(self._server.handle_chat_completions({**request, "cache_prompt": True}))
+        self._shared = found.shared if "error" not in result else None
+        if "error" in result:
+            self._common = None
+        return result
+
+    def _prepare(self, found: Levels) -> bool:
+        """Leave the slot holding exactly ``found.shared`` with its last token evaluated once
+        more; ``False`` if a cut did not line up (then the slot state is unknown)."""
+        if self._shared != found.shared:
+            if self._common != found.common:
+                if self._evaluate(found.common, cached=False) is None:
+                    return False
+                self._common = found.common
+            if self._evaluate(found.common) != 1:
+                return False
+            if self._evaluate(found.shared) is None:
+                return False
+            self._shared = found.shared
+        return self._evaluate(found.shared) == 1
+
+    def _evaluate(self, text: str, cached: bool = True) -> int | None:
+        """Evaluate ``text`` (no token generated); the number of tokens it evaluated, or
+        ``None`` when the runtime refused."""
+        result = _answer(self._server.handle_completions(
+            {"prompt": text, "n_predict": 0, "cache_prompt": cached}))
+        if "error" in result:
+            self.forget()
+            return None
+        timings = result.get("timings") or {}
+        count = timings.get("prompt_n")
+        return int(count) if isinstance(count, int) else None
+
+
+def _answer(result: Any) -> dict[str, Any]:
+    if isinstance(result, (str, bytes)):
+        result = json.loads(result)
+    if not isinstance(result, dict):
+        raise TypeError(f"unexpected runtime answer of type {type(result).__name__}")
+    return result
