@@ -262,9 +262,11 @@ def bench_ray(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
 
 
 def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int = 4) -> None:
-    """Seconds per claim of the embedded default on the first peer answers of 5 to 6 given
-    claims (model load excluded), then of the opt-in shared-excerpts layout (``excerpts =
-    "answer"``) with the runtime's prompt cache on, and the labels that differ."""
+    """Seconds per claim of the embedded model on the first peer answers of 5 to 6 given
+    claims (model load excluded), with the excerpts located per claim (``excerpts =
+    "claim"``, every prompt evaluated whole) and shared by the claims of an answer
+    (``excerpts = "answer"``, their common prefix served from the runtime's KV cache), and
+    the labels that differ."""
     from judge.config import load_config
     from judge.models import embedded
 
@@ -273,13 +275,9 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
     print(f"\n== embedded model: {answers} peer answers of 5-6 given claims ==")
     labels: dict[str, list[str]] = {}
     out: dict[str, Any] = {}
-    saved = os.environ.get("CLAIM_JUDGE_PROMPT_CACHE")
     try:
-        for name, excerpts, cache in (("default (excerpts per claim, no prompt cache)",
-                                       "claim", "0"),
-                                      ("excerpts = answer, prompt cache on", "answer", "1")):
+        for excerpts in ("claim", "answer"):
             embedded.unload()
-            os.environ["CLAIM_JUDGE_PROMPT_CACHE"] = cache
             embedded.load()
             store = Store.open(tmp / f"embedded-{excerpts}.db")
             started = time.perf_counter()
@@ -289,13 +287,10 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
             n = results.summary.claims
             labels[excerpts] = [v.label for r in results for v in r.verdicts]
             out[excerpts] = {"claims": n, "wall_s": wall, "s_per_claim": per(wall, n)}
-            print(f"{name}: {n} claims in {wall:.0f} s, {per(wall, n):.2f} s per claim")
+            print(f"excerpts = {excerpts!r}: {n} claims in {wall:.0f} s, "
+                  f"{per(wall, n):.2f} s per claim")
     finally:
         embedded.unload()
-        if saved is None:
-            os.environ.pop("CLAIM_JUDGE_PROMPT_CACHE", None)
-        else:
-            os.environ["CLAIM_JUDGE_PROMPT_CACHE"] = saved
     flips = sum(a != b for a, b in zip(labels["claim"], labels["answer"], strict=True))
     print(f"labels that differ between the two: {flips} of {len(labels['claim'])}")
     figures["embedded"] = {**out, "flips": flips}
