@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -261,6 +262,85 @@ def bench_ray(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
     figures["ray"] = out
 
 
+#: the peers' venv (shared/bench/peers/setup.sh) and the environment of its env.sh
+PEER_VENV = Path(os.environ.get("PEERBENCH_VENV", "/tmp/peerbench"))
+
+
+def bench_peers(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> None:
+    """RAGAS and DeepEval faithfulness on the same 20 answers against the same mock in this
+    run (their own venv, ``PEERBENCH_VENV``), beside this project's figures of the tokens
+    section: the same-run ratios of the targets."""
+    python = PEER_VENV / "bin" / "python"
+    peers_dir = peer.parent / "peers"
+    if not python.exists():
+        print(f"\n== peers: no venv at {PEER_VENV}; make it with {peers_dir / 'setup.sh'} "
+              "(the recorded figures are used instead) ==")
+        return
+    env = dict(os.environ, **sourced(peers_dir / "env.sh", PEER_VENV))
+    print("\n== peers in the same run: 20 peer answers, instant mock, one answer at a time ==")
+    print(f"{'system':<28}{'calls/ans':>10}{'prompt/ans':>11}{'compl/ans':>10}"
+          f"{'CPU ms/ans':>11}{'wall ms/ans':>12}{'errors':>8}")
+    out: dict[str, Any] = {}
+    for system in ("ragas", "deepeval"):
+        result = tmp / f"peer-{system}.json"
+        done = subprocess.run(
+            [str(python), "runner.py", "--system", system, "--base-url",
+             mock.base_url.removesuffix("/v1"), "--inputs", str(peer),
+             "--run-id", f"same-run-{system}", "--out", str(result)],
+            cwd=peers_dir, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"{system}: failed ({done.stderr.strip().splitlines()[-1:]})")
+            continue
+        rows = json.loads(result.read_text())["rows"]
+        n = len(rows)
+
+        def mean(values: list[float], n: int = n) -> float:
+            return sum(values) / n
+
+        out[system] = {
+            "answers": n, "errors": sum(bool(r["error"]) for r in rows),
+            "calls": mean([r["mock"].get("calls", 0) for r in rows]),
+            "prompt": mean([r["mock"].get("prompt_tokens", 0) for r in rows]),
+            "completion": mean([r["mock"].get("completion_tokens", 0) for r in rows]),
+            "cpu_ms": mean([r["client_cpu_ms"] for r in rows]),
+            "wall_ms": mean([r["wall_ms"] for r in rows]),
+        }
+        o = out[system]
+        print(f"{system:<28}{o['calls']:>10.2f}{o['prompt']:>11.0f}{o['completion']:>10.0f}"
+              f"{o['cpu_ms']:>11.1f}{o['wall_ms']:>12.1f}{o['errors']:>8}")
+    runs = figures.get("tokens", {}).get("runs", {})
+    for name, r in runs.items():
+        n = r["answers"]
+        print(f"{name:<28}{per(r['calls'], n):>10.2f}{per(r['prompt'], n):>11.0f}"
+              f"{per(r['completion'], n):>10.0f}{per(r['cpu_s'] * 1e3, n):>11.1f}"
+              f"{per(r['wall_s'] * 1e3, n):>12.1f}{r['judge_errors']:>8}")
+    if "ragas" in out and runs:
+        ragas = out["ragas"]
+        print("same-run ratios to RAGAS (same answers; per claim = per answer):")
+        for name, r in runs.items():
+            n = r["answers"]
+            print(f"  {name}: prompt tokens {per(r['prompt'], n) / ragas['prompt']:.2f}x, "
+                  f"completion {per(r['completion'], n) / ragas['completion']:.2f}x, "
+                  f"CPU per answer {per(r['cpu_s'] * 1e3, n) / ragas['cpu_ms']:.2f}x")
+    figures["peers"] = out
+
+
+def sourced(script: Path, venv: Path) -> dict[str, str]:
+    """The ``export`` lines of a shell script such as peers/env.sh, as variables."""
+    import shlex
+
+    env = {"PEERBENCH_VENV": str(venv)}
+    for line in script.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("export "):
+            continue
+        for word in shlex.split(line[len("export "):], comments=True):
+            key, _, value = word.partition("=")
+            if value.startswith("${PEERBENCH_VENV:-"):
+                value = str(venv)
+            env[key] = value.replace("$PEERBENCH_VENV", str(venv))
+    return env
+
+
 def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int = 4) -> None:
     """Seconds per claim of the embedded model on the first peer answers of 5 to 6 given
     claims (model load excluded), with the excerpts located per claim (``excerpts =
@@ -296,7 +376,7 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
     figures["embedded"] = {**out, "flips": flips}
 
 
-SECTIONS = ("tokens", "throughput", "scale", "ray")
+SECTIONS = ("tokens", "peers", "throughput", "scale", "ray")
 
 
 def bench_fit() -> None:
@@ -362,8 +442,8 @@ def main() -> None:
         tmp = Path(folder)
         with Mock(shared / "peers", tmp / "mock.jsonl") as mock:
             for section in sections:
-                {"tokens": bench_tokens, "throughput": bench_throughput, "scale": bench_scale,
-                 "ray": bench_ray}[section](mock, peer, tmp, figures)
+                {"tokens": bench_tokens, "peers": bench_peers, "throughput": bench_throughput,
+                 "scale": bench_scale, "ray": bench_ray}[section](mock, peer, tmp, figures)
         if args.embedded:
             bench_embedded(peer, tmp, figures)
     if args.json:
