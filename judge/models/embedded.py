@@ -375,14 +375,18 @@ class _Runtime:
             prompt_cache=prompt_cache,
             load_seconds=time.perf_counter() - started,
         )
-        self._prefix = PrefixCache(self._server)
+        self._prefix = PrefixCache(self._call)
 
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:
         if request.get("shared_prefix"):
             return self._prefix.chat({k: v for k, v in request.items() if k != "shared_prefix"})
         self._prefix.forget()
-        request = {**request, "cache_prompt": self.info.prompt_cache}
-        result = self._server.handle_chat_completions(request)
+        return self._call("handle_chat_completions",
+                          {**request, "cache_prompt": self.info.prompt_cache})
+
+    def _call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One request to the runtime (``handle_chat_completions``, ``handle_completions``)."""
+        result = getattr(self._server, method)(request)
         if isinstance(result, (str, bytes)):
             result = json.loads(result)
         if not isinstance(result, dict):

@@ -108,9 +108,13 @@ def _compiled(
     return template, hashlib.sha256(raw).hexdigest()
 
 
+#: How every frame token begins; templates open a frame with ``<<`` and the token.
+BOUNDARY_PREFIX = "DATA-"
+
+
 def boundary_for(data: Any) -> str:
     """A frame token that depends on the framed data: text cannot contain the hash of itself."""
-    return "DATA-" + content_hash(data)[:16]
+    return BOUNDARY_PREFIX + content_hash(data)[:16]
 
 
 def render(

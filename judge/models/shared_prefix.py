@@ -25,12 +25,18 @@ on every cut), is evaluated whole from an empty cache instead, as unflagged requ
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: How a data frame opens (:func:`judge.models.prompts.boundary_for`).
-FRAME_OPEN = "<<DATA-"
+from judge.models.prompts import BOUNDARY_PREFIX
+
+#: How a data frame opens in the templates.
+FRAME_OPEN = "<<" + BOUNDARY_PREFIX
+
+#: ``call(method, request)``: one request to the runtime (``"handle_chat_completions"`` or
+#: ``"handle_completions"``), its answer as a dict.
+RuntimeCall = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,8 @@ class PrefixCache:
     """The state of the runtime's one slot, as far as the shared-prefix levels go. Used under
     the runtime's call lock only."""
 
-    def __init__(self, server: Any) -> None:
-        self._server = server
+    def __init__(self, call: RuntimeCall) -> None:
+        self._call = call
         self._common: str | None = None
         self._shared: str | None = None
 
@@ -73,12 +79,10 @@ class PrefixCache:
         found = levels(request.get("messages") or [])
         if found is None or not self._prepare(found):
             self.forget()
-            return _answer(self._server.handle_chat_completions(
-                {**request, "cache_prompt": False}))
-        result = _answer(self._server.handle_chat_completions({**request, "cache_prompt": True}))
-        self._shared = found.shared if "error" not in result else None
+            return self._call("handle_chat_completions", {**request, "cache_prompt": False})
+        result = self._call("handle_chat_completions", {**request, "cache_prompt": True})
         if "error" in result:
-            self._common = None
+            self.forget()
         return result
 
     def _prepare(self, found: Levels) -> bool:
@@ -99,8 +103,8 @@ class PrefixCache:
     def _evaluate(self, text: str, cached: bool = True) -> int | None:
         """Evaluate ``text`` (no token generated); the number of tokens it evaluated, or
         ``None`` when the runtime refused."""
-        result = _answer(self._server.handle_completions(
-            {"prompt": text, "n_predict": 0, "cache_prompt": cached}))
+        result = self._call("handle_completions",
+                            {"prompt": text, "n_predict": 0, "cache_prompt": cached})
         if "error" in result:
             self.forget()
             return None
@@ -108,10 +112,3 @@ class PrefixCache:
         count = timings.get("prompt_n")
         return int(count) if isinstance(count, int) else None
 
-
-def _answer(result: Any) -> dict[str, Any]:
-    if isinstance(result, (str, bytes)):
-        result = json.loads(result)
-    if not isinstance(result, dict):
-        raise TypeError(f"unexpected runtime answer of type {type(result).__name__}")
-    return result

@@ -55,6 +55,15 @@ class Slot:
         return {"choices": [{"message": {"content": "A"}}]}
 
 
+def caller(slot: Slot) -> Any:
+    """The runtime's call, as judge.models.embedded._Runtime gives it: answers as dicts."""
+    def call(method: str, request: dict[str, Any]) -> dict[str, Any]:
+        answer = getattr(slot, method)(request)
+        return json.loads(answer) if isinstance(answer, str) else answer
+
+    return call
+
+
 def claim_request(excerpts: str, claim: str, frame: str) -> dict[str, Any]:
     user = (f"Excerpts (data):\n\n{FRAME_OPEN}{frame} source_id=\"S1\"\n{excerpts}\nDATA-{frame}>>"
             f"\n\nClaim (data):\n\n{FRAME_OPEN}{frame}\n{claim}\nDATA-{frame}>>\n\n"
@@ -80,7 +89,7 @@ def requests() -> list[tuple[str, dict[str, Any]]]:
 
 def run(order: list[tuple[str, dict[str, Any]]], noise: bool) -> tuple[dict[str, str], Slot]:
     slot = Slot()
-    cache = PrefixCache(slot)
+    cache = PrefixCache(caller(slot))
     out = {}
     for key, request in order:
         if noise:  # an unflagged request in between (the prefix cache must forget)
@@ -147,7 +156,7 @@ def test_a_plain_cache_would_depend_on_the_order() -> None:
 
 def test_a_request_without_levels_is_evaluated_whole() -> None:
     slot = Slot()
-    cache = PrefixCache(slot)
+    cache = PrefixCache(caller(slot))
     request = {"messages": [{"role": "user", "content": "no system message"}]}
     cache.chat(request)
     prompt, _, evaluated = slot.chats[0]
