@@ -77,10 +77,9 @@ def judge(records: list[dict[str, Any]], excerpts: str, work: Path) -> dict[str,
     wall = time.perf_counter() - started
     print()
     store.close()
-    labels = [v.label for r in results for v in r.verdicts]
-    calls = results.summary.calls if hasattr(results.summary, "calls") else None
-    return {"labels": labels, "wall_s": round(wall, 1), "calls": calls,
-            "support": [v.support for r in results for v in r.verdicts]}
+    return {"labels": [v.label for r in results for v in r.verdicts],
+            "support": [v.support for r in results for v in r.verdicts],
+            "wall_s": round(wall, 1)}
 
 
 def figures(gold: list[str], judged: list[str]) -> dict[str, Any]:
