@@ -118,6 +118,25 @@ def print_json(obj: Any) -> None:
     write_stdout([json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n"])
 
 
+def report_import(result: Any, as_json: bool, dry_run: bool, imported: str, blank: str) -> None:
+    """The outcome of an import of reviews or labels: every error and exit code 2 (nothing was
+    imported), else what was (``dry_run``: would be) imported, counted as ``imported`` and
+    the lines without a label as ``blank``."""
+    from rich.markup import escape
+
+    if as_json:
+        print_json(result.as_dict())
+    for error in result.errors:
+        console.print(f"[red]{escape(error)}[/]")
+    if result.errors:
+        console.print(f"[red]{len(result.errors)} error(s); nothing was imported[/]")
+        raise typer.Exit(2)
+    if not as_json:
+        verb = "would import" if dry_run else "imported"
+        out.print(f"{verb} {result.imported} {imported}; {result.unchanged} unchanged, "
+                  f"{result.blank} {blank}")
+
+
 def write_stdout(chunks: Iterable[str]) -> None:
     """Write to standard output; when the reader has gone (``judge export | head``), stop
     quietly with exit code 0."""

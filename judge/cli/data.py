@@ -18,6 +18,7 @@ from judge.cli.common import (
     open_store,
     out,
     print_json,
+    report_import,
     terminal_width,
     write_stdout,
 )
@@ -77,17 +78,7 @@ def import_cmd(
                                     guideline_version=guideline_version, dry_run=dry_run)
     except (QueueError, ValueError, UnicodeDecodeError) as exc:
         fail(escape(str(exc)))
-    if as_json:
-        print_json(result.as_dict())
-    for error in result.errors:
-        console.print(f"[red]{escape(error)}[/]")
-    if result.errors:
-        console.print(f"[red]{len(result.errors)} error(s); nothing was imported[/]")
-        raise typer.Exit(2)
-    if not as_json:
-        verb = "would import" if dry_run else "imported"
-        out.print(f"{verb} {result.imported} review(s); {result.unchanged} unchanged, "
-                  f"{result.blank} annotation(s) without a label")
+    report_import(result, as_json, dry_run, "review(s)", "annotation(s) without a label")
 
 
 @app.command()

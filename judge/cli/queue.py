@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
@@ -16,6 +15,7 @@ from judge.cli.common import (
     open_store,
     out,
     print_json,
+    report_import,
     terminal_width,
     write_stdout,
 )
@@ -285,14 +285,4 @@ def import_cmd(
         result = import_labels(store, path, annotator, queue, fmt, guideline_version, dry_run)
     except (QueueError, ReviewError, UnicodeDecodeError) as exc:
         fail(str(exc))
-    if as_json:
-        print_json(result.as_dict())
-    for error in result.errors:
-        console.print(f"[red]{escape(error)}[/]")
-    if result.errors:
-        console.print(f"[red]{len(result.errors)} error(s); nothing was imported[/]")
-        raise typer.Exit(2)
-    if not as_json:
-        verb = "would import" if dry_run else "imported"
-        out.print(f"{verb} {result.imported} label(s); {result.unchanged} unchanged, "
-                  f"{result.blank} line(s) without a label")
+    report_import(result, as_json, dry_run, "label(s)", "line(s) without a label")

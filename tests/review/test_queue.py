@@ -267,6 +267,13 @@ def test_queue_cli_build_list_export_import(known: Store, tmp_path: Path) -> Non
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"claim_id": "c-nope", "label": "supported"}])
     imported = runner.invoke(app, ["queue", "import", str(bad), "--db", db, "-a", "fay"])
     assert imported.exit_code == 2 and "line 1" in imported.output
+    assert "1 error(s); nothing was imported" in imported.output
+    blank = tmp_path / "blank.csv"  # the export as is: no label filled in yet
+    blank.write_text(exported.stdout, encoding="utf-8")
+    dry = runner.invoke(app, ["queue", "import", str(blank), "--db", db, "-a", "fay", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert (f"would import 0 label(s); 0 unchanged, {built['items']} line(s) without a label"
+            in dry.stdout)
     assert runner.invoke(app, ["queue", "build", "--db", db, "--run", "run-nope"]).exit_code == 1
     for command in (["queue", "--help"], ["queue", "build", "--help"], ["queue", "import", "--help"]):
         assert runner.invoke(app, command).exit_code == 0
