@@ -287,24 +287,33 @@ def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
     return out
 
 
+class ItemPageParams:
+    """The filters and the page of a queue's item list (query parameters of both routes)."""
+
+    def __init__(
+        self,
+        status: Literal[STATES] | None = None,  # type: ignore[valid-type]
+        stratum: Literal[STRATA] | None = None,  # type: ignore[valid-type]
+        mine: bool = Query(default=False, description="only items that still need my review"),
+        limit: int = Query(default=100, ge=1, le=1000),
+        offset: int = Query(default=0, ge=0),
+    ) -> None:
+        self.status, self.stratum, self.mine = status, stratum, mine
+        self.limit, self.offset = limit, offset
+
+
+ItemPage = Annotated[ItemPageParams, Depends()]
+
+
 @router.get("/queues/{queue_id}/items", tags=["queue"],
             summary="List and filter a queue's items ('latest': the newest queue)")
 def list_queue_items(
-    queue_id: str,
-    request: Request,
-    user: User,
-    store: Db,
-    status: Literal[STATES] | None = None,  # type: ignore[valid-type]
-    stratum: Literal[STRATA] | None = None,  # type: ignore[valid-type]
-    mine: bool = Query(default=False, description="only items that still need my review"),
-    limit: int = Query(default=100, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
+    queue_id: str, request: Request, user: User, store: Db, page: ItemPage
 ) -> dict[str, Any]:
     """Blind unless the server runs with ``reveal_judge`` (whatever the caller's role): items
     come in a neutral order (by item id) without stratum, reasons, category, position or
     weight, and filtering by stratum is refused (it would tell the judge's label)."""
-    return list_queue(request, user, store, None if queue_id == "latest" else queue_id, status,
-                      stratum, mine, limit, offset)
+    return list_queue(request, user, store, page, None if queue_id == "latest" else queue_id)
 
 
 @router.get("/queue", tags=["queue"], deprecated=True,
@@ -313,16 +322,13 @@ def list_queue(
     request: Request,
     user: User,
     store: Db,
+    page: ItemPage,
     queue_id: str | None = Query(default=None, max_length=100),
-    status: Literal[STATES] | None = None,  # type: ignore[valid-type]
-    stratum: Literal[STRATA] | None = None,  # type: ignore[valid-type]
-    mine: bool = Query(default=False, description="only items that still need my review"),
-    limit: int = Query(default=100, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
 ) -> dict[str, Any]:
     """Blind unless the server runs with ``reveal_judge`` (whatever the caller's role): items
     come in a neutral order (by item id) without stratum, reasons, category, position or
     weight, and filtering by stratum is refused (it would tell the judge's label)."""
+    status, stratum, mine = page.status, page.stratum, page.mine
     reveal = settings_of(request).reveal_judge
     if stratum is not None and not reveal:
         raise HTTPException(403, "filtering by stratum tells the judge's label; the server "
@@ -340,9 +346,9 @@ def list_queue(
     if not reveal:  # the queue's order is the judge's risk order: not shown blind
         items.sort(key=lambda i: i["id"])
     return {
-        "queue_id": queue["id"], "total": len(items), "offset": offset,
+        "queue_id": queue["id"], "total": len(items), "offset": page.offset,
         "states": state_counts(everything),
-        "items": [_item_summary(i, reveal) for i in items[offset:offset + limit]],
+        "items": [_item_summary(i, reveal) for i in items[page.offset:page.offset + page.limit]],
     }
 
 

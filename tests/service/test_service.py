@@ -492,6 +492,15 @@ def test_queue_items_have_their_own_path_and_the_old_ones_still_answer(
     by_id = client.get(f"/v1/queues/{old['queue_id']}/items", headers=ALICE).json()
     assert latest == old == by_id and old["items"]
     assert client.get("/v1/queues/no-such-queue/items", headers=ALICE).status_code == 404
+    # the same filters and page on both paths
+    for query in ("limit=1", "offset=1&limit=2", "mine=true", "status=pending"):
+        page = client.get(f"/v1/queues/latest/items?{query}", headers=ALICE)
+        assert page.status_code == 200, (query, page.text)
+        assert page.json() == client.get(f"/v1/queue?{query}", headers=ALICE).json()
+    assert len(client.get("/v1/queues/latest/items?limit=1", headers=ALICE).json()["items"]) == 1
+    for query in ("stratum=flagged", "limit=0", "offset=-1", "status=nope"):
+        assert client.get(f"/v1/queues/latest/items?{query}", headers=ALICE).status_code \
+            == client.get(f"/v1/queue?{query}", headers=ALICE).status_code != 200, query
     item = old["items"][0]["item_id"]
     assert client.get(f"/v1/items/{item}", headers=ALICE).json() == \
         client.get(f"/v1/queue/items/{item}", headers=ALICE).json()
