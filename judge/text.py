@@ -19,8 +19,11 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from functools import lru_cache
-from typing import Any
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Punctuation unified after NFKC (NFKC already folds the full-width ASCII forms such as
 #: ``，：；！？（）［］～＂`` to their ASCII counterparts). All quote marks become ``"``.
@@ -134,6 +137,25 @@ def _normalize_short(text: str) -> str:
     return _normalize_uncached(text)[0]
 
 
+def cached_when_short(maxsize: int) -> Callable[[Callable[[str], list[T]]],
+                                               Callable[[str], list[T]]]:
+    """Cache a list-valued function of one text for texts up to :data:`CACHED_CHARS`
+    characters (at most ``maxsize`` of them), never for longer ones; every caller gets a list
+    of its own."""
+    def wrap(function: Callable[[str], list[T]]) -> Callable[[str], list[T]]:
+        @lru_cache(maxsize=maxsize)
+        def cached(text: str) -> tuple[T, ...]:
+            return tuple(function(text))
+
+        @wraps(function)
+        def call(text: str) -> list[T]:
+            return list(cached(text)) if len(text) <= CACHED_CHARS else function(text)
+
+        return call
+
+    return wrap
+
+
 def normalize_with_map(text: str) -> tuple[str, list[int]]:
     """Normalise ``text`` for matching and map each normalised char to its original index.
 
@@ -225,21 +247,11 @@ _TOKEN = re.compile(
 )
 
 
+@cached_when_short(16384)
 def tokens(text: str) -> list[str]:
     """Lexical tokens: lowercased latin words and numbers, CJK character bigrams (a single
     CJK character on its own is a unigram). English stopwords and one-letter words are dropped;
     ``1,000`` becomes ``1000``. Cached up to :data:`CACHED_CHARS` characters."""
-    if len(text) <= CACHED_CHARS:
-        return list(_tokens_short(text))
-    return _tokens(text)
-
-
-@lru_cache(maxsize=16384)
-def _tokens_short(text: str) -> tuple[str, ...]:
-    return tuple(_tokens(text))
-
-
-def _tokens(text: str) -> list[str]:
     out: list[str] = []
     for m in _TOKEN.finditer(normalize(text)):
         if m.lastgroup == "cjk":

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from judge.text import (
-    normalize,
-)
+from judge.text import cached_when_short, normalize
 
 QuantityKind = Literal["number", "percent", "date", "time", "version", "code"]
 DateParts = tuple[int | None, int | None, int | None]
@@ -447,6 +445,7 @@ def _on_match(scan: _Scan, m: re.Match[str]) -> int:
     return _on_chinese_numeral(scan, m)
 
 
+@cached_when_short(8192)
 def extract_quantities(text: str) -> list[Quantity]:
     """Every quantity in ``text``, in order, each once (see :class:`Quantity`); cached for
     texts up to 4,000 characters (claims and evidence are checked more than once).
@@ -462,17 +461,6 @@ def extract_quantities(text: str) -> list[Quantity]:
     (``1.``, ``-``, ``一、``) and JSON paths (``$.metrics[2]``) are ignored; citation markers
     must be stripped by the caller (:func:`judge.citations.strip_markers`).
     """
-    if len(text) <= 4000:
-        return list(_extract_cached(text))
-    return _extract(text)
-
-
-@lru_cache(maxsize=8192)
-def _extract_cached(text: str) -> tuple[Quantity, ...]:
-    return tuple(_extract(text))
-
-
-def _extract(text: str) -> list[Quantity]:
     folded = _LIST_MARKER.sub(lambda m: " " * len(m.group()), _fold_width(text))
     scan = _Scan(folded, text, [])
     pos = 0
