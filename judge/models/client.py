@@ -39,7 +39,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import cache  # noqa: E402
-from typing import Any, Protocol, TypeVar  # noqa: E402
+from typing import Any, NoReturn, Protocol, TypeVar  # noqa: E402
 
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
@@ -157,6 +157,13 @@ def ensure_provider(model: str) -> None:
         from judge.models.embedded_provider import register
 
         register()
+
+
+def _replay_failure(stored: dict[str, Any] | None, call_id: str, purpose: str) -> NoReturn:
+    """Replaying, a call not answered from the store: its stored error, else a miss."""
+    if stored and stored["error"]:
+        raise CallFailed(stored["error"], call_id)
+    raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
 
 
 class ModelClient:
@@ -277,9 +284,7 @@ class ModelClient:
             except ValidationError:
                 log.warning("stored output of %s no longer parses; calling again", call_id)
         if self.replay:
-            if stored and stored["error"]:
-                raise CallFailed(stored["error"], call_id)
-            raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
+            _replay_failure(stored, call_id, purpose)
         result: tuple[T, str] = await self._once(
             call_id, lambda: self._structured_call(prompt, response_model, schema, call_id,
                                                    purpose, run_id))
@@ -344,16 +349,8 @@ class ModelClient:
         if error and attempts.parse_errors:
             error = (f"{error} | parse errors: "
                      f"{json.dumps(attempts.parse_errors, ensure_ascii=False)}")
-        row.update(
-            {
-                "parsed": parsed.model_dump(mode="json") if parsed is not None else None,
-                "error": error,
-                "latency_ms": round(latency, 1),
-                "attempts": max(1, len(attempts.rows)),
-                "created_at": now(),
-            }
-        )
-        self._finish(row, attempts, ok=parsed is not None)
+        self._finish(row, attempts, latency,
+                     parsed.model_dump(mode="json") if parsed is not None else None, error)
         if parsed is None:
             raise CallFailed(error or "no output", call_id)
         return parsed, call_id
@@ -380,9 +377,7 @@ class ModelClient:
             self._note_model(call_id, stored.get("model_answered") if stored else None)
             return scores, call_id
         if self.replay:
-            if stored and stored["error"]:
-                raise CallFailed(stored["error"], call_id)
-            raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
+            _replay_failure(stored, call_id, purpose)
         result: tuple[dict[str, float], str] = await self._once(
             call_id,
             lambda: self._choice_call(prompt, options, schema, call_id, purpose, run_id, params))
@@ -430,16 +425,8 @@ class ModelClient:
             except ValueError as exc:
                 error = str(exc)
                 attempts.parse_error(exc)
-        row.update(
-            {
-                "parsed": {"logprobs": scores} if scores is not None else None,
-                "error": error,
-                "latency_ms": round((time.perf_counter() - started) * 1000, 1),
-                "attempts": max(1, len(attempts.rows)),
-                "created_at": now(),
-            }
-        )
-        self._finish(row, attempts, ok=scores is not None)
+        self._finish(row, attempts, (time.perf_counter() - started) * 1000,
+                     {"logprobs": scores} if scores is not None else None, error)
         if scores is None:
             raise CallFailed(error or "no output", call_id)
         return scores, call_id
@@ -522,8 +509,13 @@ class ModelClient:
             self._consecutive_failures += 1
         return None, error
 
-    def _finish(self, row: dict[str, Any], attempts: Attempts, ok: bool) -> None:
-        self._account(row, attempts, ok)
+    def _finish(self, row: dict[str, Any], attempts: Attempts, latency_ms: float,
+                parsed: dict[str, Any] | None, error: str | None) -> None:
+        """Record a call made: its output (``None``: it gave none) or its error, latency and
+        tries; account for it, and stop the run when the provider keeps failing."""
+        row.update({"parsed": parsed, "error": error, "latency_ms": round(latency_ms, 1),
+                    "attempts": max(1, len(attempts.rows)), "created_at": now()})
+        self._account(row, attempts, ok=parsed is not None)
         used = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
         self._rate.settle(self._reserved.pop(row["id"], 0), used)
         if self.store:
