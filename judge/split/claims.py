@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from judge.config import JudgeConfig
 from judge.hashing import content_hash
@@ -99,6 +100,22 @@ def answer_status(claims: list[Claim]) -> AnswerStatus:
     return "insufficient" if abstentions == len(claims) else "partial"
 
 
+#: a claim to make: (sentence number, (text, citations, is_abstention), origin, index of the
+#: model's claim or None)
+Spec = tuple[int, tuple[str, list[Citation], bool], str, int | None]
+
+
+class ModelClaim(Protocol):
+    """A claim as a model gives it (``split_claims``, ``judge_answer``)."""
+
+    @property
+    def sentence(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+
+
 @dataclass
 class Split:
     """The claims of one answer; ``error`` when the split failed (then one unsplit claim).
@@ -109,6 +126,9 @@ class Split:
     error: str | None = None
     call_id: str | None = None
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    #: for each claim, the index of the model's claim it is (None: a sentence the model left
+    #: uncovered, judged as it stands)
+    made_from: list[int | None] = field(default_factory=list)
 
 
 def skip_accepted(text: str, reason: str) -> bool:
@@ -147,11 +167,7 @@ class Splitter:
                              f"(max_claims_per_answer) is {bound}")
             given = [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims]
             return Split(make_claims(answer_id, given, origin="given"))
-        sentences = segment_answer(record.answer, record.sources) or []
-        kept = [s for s in sentences if s.text.strip()]
-        texts = [s.text for s in kept]
-        if not texts:
-            texts, kept = [record.answer], []
+        texts, kept = self.sentences(record)
         version = self.config.prompts["split_claims"]
         coverage = uses_coverage(version)
         prompt = render(
@@ -165,22 +181,44 @@ class Splitter:
         except CallFailed as exc:
             return Split([unsplit_claim(record)], f"split failed: {exc}", exc.call_id)
         skips = out.skipped if isinstance(out, SplitOutputV2) else []
+        return self.interpret(record, out.claims, skips, texts, kept, call, coverage)
+
+    @staticmethod
+    def sentences(record: AnswerRecord) -> tuple[list[str], list[Sentence]]:
+        """The answer's sentences as the model is given them (the whole answer as one when
+        the program finds none), and the segmented sentences with their citations."""
+        sentences = segment_answer(record.answer, record.sources) or []
+        kept = [s for s in sentences if s.text.strip()]
+        if not kept:
+            return [record.answer], []
+        return [s.text for s in kept], kept
+
+    def interpret(
+        self, record: AnswerRecord, found: Sequence[ModelClaim], skips: Sequence[Any],
+        texts: list[str], kept: list[Sentence], call: str, coverage: bool = True,
+    ) -> Split:
+        """The claims the model ``found`` (each naming its sentence; an empty text stands for
+        the whole sentence) and the sentences it ``skips``, checked: sentence numbers exist,
+        a non-empty answer has a claim, every sentence is covered (``coverage``), the bound
+        holds. ``Split.made_from`` tells which of ``found`` each claim is."""
+        bound = self.config.max_claims_per_answer
         error = None
-        bad = sorted({n for n in [c.sentence for c in out.claims] + [k.sentence for k in skips]
+        bad = sorted({n for n in [c.sentence for c in found] + [k.sentence for k in skips]
                       if not 1 <= n <= len(texts)})
         if bad:
             error = f"split referred to sentence numbers that do not exist: {bad[:5]}"
-        elif not out.claims:
+        elif not found:
             reasons = ", ".join(f"sentence {k.sentence}: {k.reason}" for k in skips) or "none"
             error = (f"the split found no claim in a non-empty answer of {len(texts)} "
                      f"sentence(s) (reasons given: {reasons}); a person should look")
         if error:
             return Split([unsplit_claim(record)], error, call)
-        specs: list[tuple[int, tuple[str, list[Citation], bool], str]] = []
-        for c in out.claims:
+        specs: list[Spec] = []
+        for index, c in enumerate(found):
+            text = c.text.strip() or texts[c.sentence - 1].strip()
             cites = kept[c.sentence - 1].citations if kept else []
-            abstention = c.kind == "abstention" or looks_like_abstention(c.text)
-            specs.append((c.sentence, (c.text, cites, abstention), "split"))
+            abstention = c.kind == "abstention" or looks_like_abstention(text)
+            specs.append((c.sentence, (text, cites, abstention), "split", index))
         skipped: list[dict[str, Any]] = []
         if coverage:
             specs, skipped = self._cover(specs, skips, texts, kept)
@@ -188,21 +226,18 @@ class Splitter:
             return Split([unsplit_claim(record)],
                          f"split produced {len(specs)} claims; the bound "
                          f"(max_claims_per_answer) is {bound}", call)
-        claims = make_claims(answer_id, [spec for _, spec, _ in specs], origin="split")
-        for claim, (_, _, origin) in zip(claims, specs, strict=True):
+        claims = make_claims(record.answer_id, [spec for _, spec, _, _ in specs], origin="split")
+        for claim, (_, _, origin, _) in zip(claims, specs, strict=True):
             claim.origin = origin  # type: ignore[assignment]
-        return Split(claims, None, call, skipped)
+        return Split(claims, None, call, skipped, [index for _, _, _, index in specs])
 
     @staticmethod
     def _cover(
-        specs: list[tuple[int, tuple[str, list[Citation], bool], str]],
-        skips: list[Any],
-        texts: list[str],
-        kept: list[Sentence],
-    ) -> tuple[list[tuple[int, tuple[str, list[Citation], bool], str]], list[dict[str, Any]]]:
+        specs: list[Spec], skips: Sequence[Any], texts: list[str], kept: list[Sentence],
+    ) -> tuple[list[Spec], list[dict[str, Any]]]:
         """Every sentence covered: claims in sentence order, each sentence neither claimed nor
         skipped for an accepted reason added as an ``uncovered`` claim at its place."""
-        claimed = {n for n, _, _ in specs}
+        claimed = {n for n, _, _, _ in specs}
         skipped: dict[int, str] = {}
         for k in skips:
             if k.sentence not in claimed and skip_accepted(texts[k.sentence - 1], k.reason):
@@ -210,7 +245,8 @@ class Splitter:
         for n, text in enumerate(texts, start=1):
             if n not in claimed and n not in skipped:
                 cites = kept[n - 1].citations if kept else []
-                specs.append((n, (text.strip(), cites, looks_like_abstention(text)), "uncovered"))
+                specs.append(
+                    (n, (text.strip(), cites, looks_like_abstention(text)), "uncovered", None))
         specs.sort(key=lambda spec: spec[0])  # stable: the model's order within a sentence
         notes = [{"sentence": n, "text": texts[n - 1], "reason": reason}
                  for n, reason in sorted(skipped.items())]
