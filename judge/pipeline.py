@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from judge.assembly.verdict import Assembler
 from judge.config import JudgeConfig, judge_version
@@ -24,6 +24,10 @@ from judge.models.prompts import prompts_dir, template_hash
 from judge.records import AnswerRecord
 from judge.split.claims import Splitter, answer_status, unsplit_claim
 from judge.verdicts import AnswerStatus, Claim, Verdict
+
+if TYPE_CHECKING:
+    from judge.decide.batch import BatchStrategy
+    from judge.decide.one_call import OneCall
 
 
 @dataclass
@@ -57,6 +61,11 @@ class Pipeline:
         self.judge_version = judge_version(config, self.templates)
         self.splitter = Splitter(config, client, self.root)
         self.strategy = strategy_for(config, client, self.root)
+        self.one_call: OneCall | None = None
+        if config.one_call:  # split and verify in one call (judge.decide.one_call)
+            from judge.decide.one_call import OneCall
+
+            self.one_call = OneCall(config, client, self.root, self.splitter)
         self.assembler = Assembler(config, self.judge_version)
         #: rule name -> (strategy, assembler) deciding with that rule's config
         self._rules: dict[str | None, tuple[Strategy, Assembler]] = {}
@@ -86,7 +95,13 @@ class Pipeline:
         if record.generator is None and self.config.require_generator:
             return JudgedAnswer(record, "refused", refused_reason=MISSING_GENERATOR)
         rule, strategy, assembler = self._decider(domain if domain is not None else record.domain)
-        split = await self.splitter.split(record, run_id)
+        joint = None
+        if self.one_call is not None and record.claims is None:
+            joint = await self.one_call.judge(record, cast("BatchStrategy", strategy), run_id)
+        if joint is not None:
+            split, decisions = joint
+        else:
+            split = await self.splitter.split(record, run_id)
         split_calls = [split.call_id] if split.call_id else []
         if split.error is not None:
             decision = Decision(split.claims[0], None, split.error)
@@ -95,7 +110,8 @@ class Pipeline:
                 record, "judged", split.claims, self._flag_models([_ruled(verdict, rule)]),
                 answer_status(split.claims),
             )
-        decisions = await strategy.decide(record, split.claims, run_id)
+        if joint is None:
+            decisions = await strategy.decide(record, split.claims, run_id)
         verdicts = [_ruled(assembler.verdict(record, d, split_calls), rule) for d in decisions]
         return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
                             answer_status(split.claims), skipped=split.skipped)

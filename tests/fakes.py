@@ -105,6 +105,31 @@ def compact_rule(user: str) -> str:
     return json.dumps({"judgements": judgements}, ensure_ascii=False)
 
 
+def answer_lines(user: str) -> list[tuple[int, str]]:
+    """(number, text) of the sentences of a ``judge_answer`` prompt: the lines ``[N] …`` of
+    the frame headed ``answer``."""
+    return [(int(n), t) for head, body in _headed_frames(user) if head == " answer"
+            for n, t in re.findall(r"^\[(\d+)\] (.*)$", body, re.M)]
+
+
+def joint_rule(user: str) -> str:
+    """judge_answer v1: one claim per sentence (its text left out: the whole sentence), judged
+    as :func:`compact_rule` judges a claim."""
+    sources = [(json.loads(m.group(1)), body.strip()) for head, body in _headed_frames(user)
+               if (m := re.match(r' source ("(?:[^"\\]|\\.)*")', head))]
+    claims = []
+    for number, text in answer_lines(user):
+        hit = next((sid for sid, body in sources if text in body), None)
+        if hit:
+            claims.append({"sentence": number, "label": "supported",
+                           "evidence": [{"source": hit, "quote": " ".join(text.split()[:6])}],
+                           "rationale": "stated verbatim"})
+        else:
+            claims.append({"sentence": number, "label": "not_in_source",
+                           "subtype": "unsupported_addition", "rationale": "not found"})
+    return json.dumps({"claims": claims}, ensure_ascii=False)
+
+
 def claim_texts(user: str) -> list[tuple[int, str]]:
     """(number, text) of the claims of a verify prompt (v1: numbered lines; v2: frames)."""
     framed = [(int(m.group(1)), body.strip()) for head, body in _headed_frames(user)
@@ -148,6 +173,8 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
         return json.dumps({"label": "supported" if supported else "not_in_source"})
     if schema == "CompactVerifyOutput":
         return compact_rule(user)
+    if schema == "JointOutput":
+        return joint_rule(user)
     sources = re.findall(r'source_id="([^"]*)"[^\n]*\n(.*?)\nDATA-', user, re.S)
     claims = re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", frames[-1] if frames else "", re.M)
     judgements = []

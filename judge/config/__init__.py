@@ -32,7 +32,11 @@ PROMPTS: dict[str, str] = {
     "verify_claims": "batch",
     "label_claim": "per_claim",
     "choose_label": "scores",
+    "judge_answer": "batch",
 }
+
+#: The ``judge_answer`` version a config with ``one_call`` pins unless it names one.
+ONE_CALL_PROMPT = "v1"
 
 #: Version of the structured output schemas (judge.schemas). Bump on any schema change.
 SCHEMA_VERSION = "1"
@@ -113,6 +117,11 @@ class JudgeConfig(BaseModel):
     #: one claim is asked exactly as with "claim". The evidence and the program's features stay
     #: each claim's own.
     excerpts: Literal["claim", "answer"] = "claim"
+    #: "batch": a free-text answer is split and its claims judged in one call (prompt
+    #: ``judge_answer``) when the sources and sentences fit the context and the claims fit
+    #: ``max_tokens``; else, and for given claims, split and verify are separate calls. A
+    #: sentence the call leaves uncovered is verified in a second call (judge.decide.one_call).
+    one_call: bool = False
     #: the model's context in tokens, for verify_claims v2's one-call-per-answer rule; None:
     #: litellm's model information, else 8192
     context_tokens: int | None = Field(default=None, ge=1024, le=10_000_000)
@@ -171,6 +180,7 @@ class JudgeConfig(BaseModel):
         "require_generator",
         "context_tokens",
         "excerpts",
+        "one_call",
     )
     #: Fields added after the first judge versions were published, with the value that
     #: reproduces the behaviour from before they existed. At that value a field is left out
@@ -188,6 +198,7 @@ class JudgeConfig(BaseModel):
         "context_tokens": None,
         "excerpts": "claim",
         "domain_rules": {},
+        "one_call": False,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = (
@@ -237,6 +248,17 @@ class JudgeConfig(BaseModel):
                 f"domain_rules decide from option scores: they need strategy 'scores', "
                 f"not {self.strategy!r}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _one_call_prompt(self) -> JudgeConfig:
+        if not self.one_call:
+            return self
+        if self.strategy != "batch":
+            raise ValueError(
+                f"one_call splits and verifies with the 'batch' strategy's judgements; "
+                f"strategy {self.strategy!r} decides claims one by one")
+        self.prompts.setdefault("judge_answer", ONE_CALL_PROMPT)
         return self
 
     @field_validator("domain_rules")

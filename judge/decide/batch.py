@@ -23,6 +23,7 @@ from judge.models.schemas import (
     CompactJudgement,
     CompactVerifyOutput,
     EvidenceQuote,
+    JointClaim,
     VerifyOutput,
 )
 from judge.records import AnswerRecord
@@ -147,7 +148,7 @@ class BatchStrategy(StrategyBase):
                 conflicting.add(j.claim)  # judged twice: neither judgement is trusted
             seen.setdefault(j.claim, j)
         judged: dict[int, ClaimJudgement | str] = {
-            n: expand(j, record) for n, j in seen.items() if n in wanted}
+            n: expand(j, record, n) for n, j in seen.items() if n in wanted}
         for n in conflicting & set(wanted):
             judged[n] = judged_twice(n)
         return judged, None, call
@@ -162,10 +163,13 @@ def _tokens(prompt: RenderedPrompt) -> int:
     return sum(estimate_tokens(m["content"]) for m in prompt.messages)
 
 
-def expand(judgement: CompactJudgement, record: AnswerRecord) -> ClaimJudgement:
-    """A compact judgement as a full one, each quote extended to its sentence when found."""
+def expand(
+    judgement: CompactJudgement | JointClaim, record: AnswerRecord, number: int
+) -> ClaimJudgement:
+    """A compact judgement as the full one of claim ``number``, each quote extended to its
+    sentence when found."""
     return ClaimJudgement(
-        claim=judgement.claim,
+        claim=number,
         label=judgement.label,
         subtype=judgement.subtype,
         evidence=[

@@ -165,3 +165,39 @@ class CompactVerifyOutput(Output):
 
     bare: ClassVar[bool] = True
     judgements: list[CompactJudgement]
+
+
+# -- judge_answer v1: split and judge in one call ---------------------------------------------
+
+
+class JointClaim(Output):
+    """One claim of a free-text answer with its judgement (``judge_answer``). ``text`` is
+    left out (empty) when the whole sentence is the claim as written: the program takes the
+    sentence. ``kind`` is left out for facts."""
+
+    bare: ClassVar[bool] = True
+    sentence: int
+    text: str = ""
+    kind: Literal["fact", "abstention"] = "fact"
+    label: LabelLiteral
+    subtype: SubtypeLiteral | None = None
+    evidence: list[SourceQuote] = Field(default_factory=list)
+    rationale: str = ""
+
+    @model_validator(mode="after")
+    def _subtype_rule(self) -> JointClaim:
+        if self.label != "supported" and self.subtype is None:
+            raise ValueError(f"the claim of sentence {self.sentence}: subtype is required when "
+                             f"label is {self.label}")
+        if self.label == "supported":
+            self.subtype = None
+        return self
+
+
+class JointOutput(Output):
+    """What judge_answer v1 asks: the answer's claims, each judged, and the sentences that
+    hold none (the program checks that every sentence is accounted for)."""
+
+    bare: ClassVar[bool] = True
+    claims: list[JointClaim]
+    skipped: list[SkippedSentence] = Field(default_factory=list)

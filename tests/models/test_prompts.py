@@ -90,7 +90,7 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "context_tokens": 32000, "excerpts": "answer",
                "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                "intercept": {label: 0.0 for label in LABELS}},
-               "require_generator": True,
+               "require_generator": True, "one_call": True,
                "domain_rules": {"begin": {
                    "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                    "intercept": {label: 0.0 for label in LABELS}},

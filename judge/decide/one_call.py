@@ -1,0 +1,99 @@
+"""``one_call`` (strategy ``batch``): a free-text answer is split into claims and every claim
+judged in one call (prompt ``judge_answer``), instead of a split call and a verify call.
+
+The answer's sentences are segmented by the program and given one per line, each line opened
+by its number (the program joins a sentence's lines, so no text can open a line of its own).
+The model's claims go through the same checks as a separate split (:meth:`Splitter.interpret`:
+sentence numbers exist, every sentence is claimed or skipped for an accepted reason, the
+bound); each claim's judgement is read as a compact verify judgement (its quotes extended to
+their sentences). A sentence the call left uncovered becomes a claim that the batch strategy
+verifies in a second call. A call that fails leaves the answer as one ``judge_error`` claim,
+as a failed split does.
+
+An answer whose prompt does not fit the model's context, or whose claims might not fit
+``max_tokens``, is split and verified in separate calls as without ``one_call``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from judge.config import JudgeConfig
+from judge.decide import Decision
+from judge.decide.batch import BatchStrategy, expand
+from judge.decide.fit import context_size, estimate_tokens
+from judge.models.client import CallFailed, ModelClient, response_schema
+from judge.models.prompts import render
+from judge.models.schemas import JointOutput
+from judge.records import AnswerRecord
+from judge.split.claims import Split, Splitter, unsplit_claim
+
+#: completion tokens a claim is given: its judgement (as verify_claims v2 counts one) and the
+#: claim's own text when it is not its whole sentence
+TOKENS_PER_JOINT_CLAIM = 110
+
+
+def one_line(text: str) -> str:
+    """A sentence on one line: every line break (any of those ``str.splitlines`` knows) and
+    the spaces around it become one space, so the text cannot open a line of the prompt."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+class OneCall:
+    """Splits and judges a free-text answer in one ``judge_answer`` call."""
+
+    def __init__(self, config: JudgeConfig, client: ModelClient, root: Path,
+                 splitter: Splitter) -> None:
+        self.config = config
+        self.client = client
+        self.root = root
+        self.splitter = splitter
+        self.version = config.prompts["judge_answer"]
+        self.schema_tokens = estimate_tokens(json.dumps(response_schema(JointOutput)))
+
+    async def judge(
+        self, record: AnswerRecord, strategy: BatchStrategy, run_id: str | None
+    ) -> tuple[Split, list[Decision]] | None:
+        """The answer's split and decisions; None when it does not fit one call (then the
+        caller splits and verifies in separate calls)."""
+        texts, kept = self.splitter.sentences(record)
+        prompt = render(
+            "judge_answer", self.version, self.root,
+            sources=[{"id": s.id, "title": s.title, "version": s.version,
+                      "effective_date": s.effective_date, "content": s.content}
+                     for s in record.sources],
+            sentences=[one_line(t) for t in texts],
+            question=one_line(record.question) if record.question else None,
+            max_claims=self.config.max_claims_per_answer,
+        )
+        if not self._fits(prompt.messages, len(texts)):
+            return None
+        try:
+            out, call = await self.client.structured(prompt, JointOutput, "judge", run_id)
+        except CallFailed as exc:
+            return Split([unsplit_claim(record)], f"split and verify failed: {exc}",
+                         exc.call_id), []
+        split = self.splitter.interpret(record, out.claims, out.skipped, texts, kept, call)
+        if split.error is not None:
+            return split, []
+        decisions: dict[int, Decision] = {}
+        for position, (claim, index) in enumerate(zip(split.claims, split.made_from,
+                                                      strict=True)):
+            if index is not None:  # the split call's id is the verdict's first call already
+                judged = out.claims[index]
+                decisions[position] = Decision(claim, expand(judged, record, position + 1))
+        uncovered = [p for p in range(len(split.claims)) if p not in decisions]
+        if uncovered:
+            verified = await strategy.decide(record, [split.claims[p] for p in uncovered],
+                                             run_id)
+            decisions.update(zip(uncovered, verified, strict=True))
+        return split, [decisions[p] for p in range(len(split.claims))]
+
+    def _fits(self, messages: list[dict[str, str]], sentences: int) -> bool:
+        """Whether the prompt fits the context with ``max_tokens`` to spare, and the claims
+        of ``sentences`` sentences (about one each) fit ``max_tokens``."""
+        prompt = sum(estimate_tokens(m["content"]) for m in messages) + self.schema_tokens
+        room = context_size(self.config) - self.config.max_tokens
+        return (prompt <= room
+                and sentences * TOKENS_PER_JOINT_CLAIM <= self.config.max_tokens)
