@@ -47,6 +47,8 @@ A2 = ("Berlin is the capital of Germany.",)
 BASE = {"retries": 2, "reasks": 1, "backoff_s": 0.05, "timeout_s": 1.0, "breaker_after": 5,
         "concurrency": 1}
 SCORES = {"strategy": "scores", "prompts": {"split_claims": "v2", "choose_label": "v1"}}
+#: split and verify in one call (judge.decide.one_call)
+ONE_CALL = {"one_call": True}
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,16 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("other_model", ({"kind": "model", "model": "anthropic/claude-3-5-sonnet",
                               "times": 0},), 0, A1 + A2, "split", 1, error=False,
              reason="model_mismatch"),
+    Scenario("one_call_http_500", ({"kind": "status", "status": 500, "times": 3,
+                                     "only": "judge"},), 3, A1, "judge", 3, options=ONE_CALL),
+    Scenario("one_call_wrong_schema", ({"kind": "content", "content": '{"claims": "none"}',
+                                        "times": 2, "only": "judge"},), 3, A1, "judge", 2,
+             options=ONE_CALL),
+    Scenario("one_call_truncated", ({"kind": "truncated", "times": 1, "only": "judge"},),
+             3, A1, "judge", 1, options=ONE_CALL),
+    Scenario("one_call_dropped_sentences", ({"kind": "drop", "keep": 1, "only": "judge"},),
+             0, A1[1:], "judge", 1, error=False, reason="uncovered_sentence",
+             options=ONE_CALL),
     Scenario("outage_breaker", ({"kind": "status", "status": 503, "times": 0},),
              4, A1, "split", 3, options={"breaker_after": 2}, pending=("a2",)),
     Scenario("budget", (), 4, (), "split", 1, cli=("--max-calls", "1"), pending=("a1", "a2"),

@@ -37,3 +37,12 @@ def test_only_what_failed_is_called_again(outcomes: dict[str, Outcome]) -> None:
     assert outcomes["conflicting_judgements"].recovery_requests == 1  # verify of a1 again
     assert outcomes["impossible_logprobs"].recovery_requests == 3  # the three choice calls
     assert outcomes["dropped_sentences"].recovery_requests == 0  # nothing was a judge_error
+    assert outcomes["one_call_http_500"].recovery_requests == 1  # a1's one call
+    assert outcomes["one_call_dropped_sentences"].recovery_requests == 0
+
+
+def test_one_call_verifies_the_sentence_it_dropped_in_a_second_call(
+    outcomes: dict[str, Outcome]
+) -> None:
+    kinds = [r["kind"] for r in outcomes["one_call_dropped_sentences"].requests]
+    assert kinds == ["judge", "verify", "judge"]  # a1: its call, then the dropped sentence; a2

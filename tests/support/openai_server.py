@@ -16,9 +16,9 @@ answers resume::
         server.fault("content", content='{"nope": 1}')   # any content (wrong schema, ...)
         server.fault("model", model="openai/gpt-4o")     # answers as another model
         server.fault("logprobs", top={"A": 0.5, "B": -1}) # impossible log-probabilities
-        server.fault("drop", keep=1)                      # the split keeps 1 claim, drops the rest
+        server.fault("drop", keep=1)                      # the split (or judge) keeps 1 claim
         server.fault("conflict")                          # every claim judged twice, differently
-        # a fault can be limited to one kind of call: split, verify, label, choice
+        # a fault can be limited to one kind of call: split, verify, judge, label, choice
         server.fault("content", content='{"claims": []}', only="split")
         # times=0: until cleared (an outage)
         server.fault("status", status=503, times=0)
@@ -49,7 +49,7 @@ Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
 
 #: which kind of call a request is, from its response schema
 KINDS = {"SplitOutput": "split", "SplitOutputV2": "split", "VerifyOutput": "verify",
-         "CompactVerifyOutput": "verify",
+         "CompactVerifyOutput": "verify", "JointOutput": "judge",
          "ClaimLabel": "label",
          CHOICE: "choice"}
 
@@ -249,7 +249,8 @@ class OpenAIServer:
             return Reply(reply.content, reply.finish_reason, fault.model, reply.top_logprobs)
         if fault is not None and fault.kind == "logprobs":
             return Reply(reply.content, reply.finish_reason, reply.model, dict(fault.top))
-        if fault is not None and fault.kind == "drop" and schema.startswith("SplitOutput"):
+        if fault is not None and fault.kind == "drop" and (
+                schema.startswith("SplitOutput") or schema == "JointOutput"):
             data = json.loads(reply.content)
             data["claims"] = data["claims"][: fault.keep]
             return Reply(json.dumps(data, ensure_ascii=False))
