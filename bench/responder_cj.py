@@ -39,6 +39,13 @@ the sentence: the verdict list is filled the same way (one ``supported`` per cla
 best-matching source sentence cut to its first 12 words as the quote. split_claims v2 puts
 each answer sentence in its own frame (``<<DATA-<hex> sentence=3``): the claim list is filled
 the same way as for v1's numbered lines.
+
+judge_answer v1 (``one_call``) puts the sources in frames as verify_claims v2 does and the
+answer in one frame (``<<DATA-<hex> answer``) whose lines ``[N] ...`` are its sentences: the
+claim list is the sentences joined as for a split, each with the positive label, one compact
+evidence quote and the reason as for a verdict list; the optional ``text`` is written only for
+a joined claim (the prompt asks for it only when the claim is not its whole sentence), and the
+optional ``kind`` and ``subtype`` are left out.
 """
 from __future__ import annotations
 
@@ -59,6 +66,8 @@ SHORT_QUOTE_WORDS = 12
 _CLAIM_HEAD = re.compile(r"^ claim (\d+)\b")
 _SENTENCE_HEAD = re.compile(r"^ sentence=(\d+)\b")
 _SOURCE_HEAD = re.compile(r'^ source ("(?:[^"\\]|\\.)*")')
+_ANSWER_HEAD = re.compile(r"^ answer$")
+_ANSWER_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
 
 
 def frames(text: str) -> list[tuple[str, str]]:
@@ -77,6 +86,10 @@ def numbered_items(text: str) -> tuple[str | None, list[tuple[int, str]]]:
                  for m in [_SENTENCE_HEAD.match(head)] if m]
     if sentences:  # split_claims v2: one frame per sentence, numbered in its header
         return "Sentence", sentences
+    lines = [(int(n), line.strip()) for head, body in frames(text) if _ANSWER_HEAD.match(head)
+             for n, line in _ANSWER_LINE.findall(body)]
+    if lines:  # judge_answer v1: one frame, a sentence per numbered line
+        return "Answer", lines
     for _, body in reversed(frames(text)):
         found = _NUMBERED.findall(body)
         if found:
@@ -145,7 +158,7 @@ def _object_array(
 
 
 def _fill_item(item_schema: dict[str, Any], filler: responder._Filler, number: int, text: str,
-               kind: str, sources: list[tuple[str, str]]) -> dict[str, Any]:
+               kind: str, sources: list[tuple[str, str]], joined: bool = False) -> dict[str, Any]:
     props = item_schema.get("properties", {})
     required = set(item_schema.get("required", props.keys()))
     out: dict[str, Any] = {}
@@ -163,13 +176,15 @@ def _fill_item(item_schema: dict[str, Any], filler: responder._Filler, number: i
                 out[key] = text if named else REASON
             else:
                 out[key] = filler.value(sub, key, text, True)
-        elif kind == "Claim" and key == "evidence" and typ == "array":
+        elif kind == "Answer" and key == "text" and joined:
+            out[key] = text
+        elif kind in ("Claim", "Answer") and key == "evidence" and typ == "array":
             quote = best_quote(text, sources)
             fields = filler.resolve(sub.get("items", {})).get("properties", {})
             if quote and "source" in fields and "source_id" not in fields:  # v2, compact
                 quote = {"source": quote["source_id"], "quote": _short(quote["quote"])}
             out[key] = [quote] if quote else []
-        elif kind == "Claim" and key == "rationale" and typ == "string":
+        elif kind in ("Claim", "Answer") and key == "rationale" and typ == "string":
             out[key] = REASON
     return out
 
@@ -186,17 +201,22 @@ def answer(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     key, item_schema = _object_array(schema, filler)
     if key is None:
         return _BASE_ANSWER(body)
+    lines = dict(items)
     if kind == "Sentence":
         items = join_sentences(items)
         task = "statements"
         sources: list[tuple[str, str]] = []
     else:
-        task = "verdicts"
+        if kind == "Answer":
+            items = join_sentences(items)
+        task = "judgements" if kind == "Answer" else "verdicts"
         sources = [(m.group(1), body_) for head, body_ in frames(prompt)
                    for m in [_SOURCE_ID.search(head)] if m]
         sources += [(json.loads(m.group(1)), body_.strip()) for head, body_ in frames(prompt)
                     for m in [_SOURCE_HEAD.match(head)] if m]
-    value = {key: [_fill_item(item_schema, filler, n, t, kind, sources) for n, t in items]}
+    value = {key: [_fill_item(item_schema, filler, n, t, kind, sources,
+                              joined=" ".join(lines.get(n, "").split()) != t)
+                   for n, t in items]}
     info = {"schema_source": where, "inputs": ["items"], "counts": {key: len(items)},
             "top_keys": [key], "task": task, "items": len(items), "responder": "cj"}
     return json.dumps(value, ensure_ascii=False), info
