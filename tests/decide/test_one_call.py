@@ -190,3 +190,19 @@ def test_a_one_call_run_replays_with_no_call_and_resumes_with_none(
         store.close()
     assert report.clean and report.answers == 2 and report.claims == 5
     assert len(fake_llm.calls) == 2
+
+
+def test_a_chinese_answer_is_split_and_judged_in_one_call(
+    fake_llm: FakeLLM, one_call: JudgeConfig
+) -> None:
+    record = {"id": "zh", "generator": "openai/gpt-4o",
+              "sources": [{"id": "S1", "text": "巴黎是法國的首都。塞納河流經巴黎。"}],
+              "answer": "巴黎是法國的首都[S1]。巴黎有三百萬居民[S1]。"}
+    (result,) = judge_answers([record], config=one_call)
+    assert schemas(fake_llm) == ["JointOutput"]
+    user = fake_llm.calls[0]["messages"][-1]["content"]
+    assert [n for n, _ in answer_lines(user)] == [1, 2]
+    assert [(v.claim, v.label) for v in result.verdicts] == [
+        ("巴黎是法國的首都。", "supported"), ("巴黎有三百萬居民。", "not_in_source")]
+    assert result.verdicts[0].evidence[0].quote == "巴黎是法國的首都。"
+    assert result.verdicts[0].evidence[0].found and not result.verdicts[0].review
