@@ -152,11 +152,16 @@ class CompactJudgement(Output):
 
     @model_validator(mode="after")
     def _subtype_rule(self) -> CompactJudgement:
-        if self.label != "supported" and self.subtype is None:
-            raise ValueError(f"claim {self.claim}: subtype is required when label is {self.label}")
-        if self.label == "supported":
-            self.subtype = None
+        self.subtype = compact_subtype(self.label, self.subtype, f"claim {self.claim}")
         return self
+
+
+def compact_subtype(label: str, subtype: Any, who: str) -> Any:
+    """The subtype a compact judgement keeps: required unless the label is ``supported``,
+    dropped when it is (raises for a missing one, naming ``who``)."""
+    if label != "supported" and subtype is None:
+        raise ValueError(f"{who}: subtype is required when label is {label}")
+    return None if label == "supported" else subtype
 
 
 class CompactVerifyOutput(Output):
@@ -186,11 +191,8 @@ class JointClaim(Output):
 
     @model_validator(mode="after")
     def _subtype_rule(self) -> JointClaim:
-        if self.label != "supported" and self.subtype is None:
-            raise ValueError(f"the claim of sentence {self.sentence}: subtype is required when "
-                             f"label is {self.label}")
-        if self.label == "supported":
-            self.subtype = None
+        self.subtype = compact_subtype(self.label, self.subtype,
+                                       f"the claim of sentence {self.sentence}")
         return self
 
 
