@@ -90,16 +90,7 @@ class BatchStrategy(StrategyBase):
             "verify_claims",
             self.version,
             self.root,
-            sources=[
-                {
-                    "id": s.id,
-                    "title": s.title,
-                    "version": s.version,
-                    "effective_date": s.effective_date,
-                    "content": s.content,
-                }
-                for s in record.sources
-            ],
+            sources=source_data(record),
             claims=[
                 {"number": n, "text": c.text, "cites": sorted({cit.source for cit in c.citations})}
                 for n, c in enumerate(batch, start=first)
@@ -152,6 +143,14 @@ class BatchStrategy(StrategyBase):
         for n in conflicting & set(wanted):
             judged[n] = judged_twice(n)
         return judged, None, call
+
+
+def source_data(record: AnswerRecord) -> list[dict[str, str | None]]:
+    """The answer's sources as the templates that frame whole sources read them
+    (``verify_claims``, ``judge_answer``)."""
+    return [{"id": s.id, "title": s.title, "version": s.version,
+             "effective_date": s.effective_date, "content": s.content}
+            for s in record.sources]
 
 
 def judged_twice(number: int) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from judge.config import JudgeConfig
 from judge.decide import Decision
-from judge.decide.batch import BatchStrategy, expand
+from judge.decide.batch import BatchStrategy, expand, source_data
 from judge.decide.fit import context_size, estimate_tokens
 from judge.models.client import CallFailed, ModelClient, response_schema
 from judge.models.prompts import render
@@ -60,9 +60,7 @@ class OneCall:
         texts, kept = self.splitter.sentences(record)
         prompt = render(
             "judge_answer", self.version, self.root,
-            sources=[{"id": s.id, "title": s.title, "version": s.version,
-                      "effective_date": s.effective_date, "content": s.content}
-                     for s in record.sources],
+            sources=source_data(record),
             sentences=[one_line(t) for t in texts],
             question=one_line(record.question) if record.question else None,
             max_claims=self.config.max_claims_per_answer,
