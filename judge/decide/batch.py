@@ -15,8 +15,15 @@ from pathlib import Path
 
 from judge.config import JudgeConfig
 from judge.decide import Decision, StrategyBase
-from judge.decide.fit import TOKENS_PER_FRAME, estimate_tokens, fits_whole, plan
-from judge.models.client import CallFailed, ModelClient, response_schema
+from judge.decide.fit import (
+    TOKENS_PER_FRAME,
+    estimate_tokens,
+    fits_whole,
+    plan,
+    prompt_tokens,
+    schema_tokens,
+)
+from judge.models.client import CallFailed, ModelClient
 from judge.models.prompts import RenderedPrompt, render
 from judge.models.schemas import (
     ClaimJudgement,
@@ -103,11 +110,11 @@ class BatchStrategy(StrategyBase):
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
     ) -> tuple[list[list[Claim]], list[Judged]]:
         whole = self._render(record, claims, 1)
-        schema = estimate_tokens(str(response_schema(CompactVerifyOutput)))
-        if fits_whole(_tokens(whole) + schema, len(claims), self.config):
+        schema = schema_tokens(CompactVerifyOutput)
+        if fits_whole(prompt_tokens(whole) + schema, len(claims), self.config):
             sizes = [len(claims)]
         else:
-            fixed = _tokens(self._render(record, [], 1)) + schema
+            fixed = prompt_tokens(self._render(record, [], 1)) + schema
             sizes = plan(fixed, [estimate_tokens(c.text) + TOKENS_PER_FRAME for c in claims],
                          self.config)
         batches, prompts, first = [], [], 1
@@ -156,10 +163,6 @@ def source_data(record: AnswerRecord) -> list[dict[str, str | None]]:
 def judged_twice(number: int) -> str:
     return (f"the model gave more than one judgement for claim {number} (conflicting or "
             "duplicate): fail closed")
-
-
-def _tokens(prompt: RenderedPrompt) -> int:
-    return sum(estimate_tokens(m["content"]) for m in prompt.messages)
 
 
 def expand(

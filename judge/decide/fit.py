@@ -1,6 +1,7 @@
 """How many verify calls an answer needs (strategy ``batch``, verify_claims v2 and later): one,
 when the prompt with every claim fits the model's context and the judgements fit ``max_tokens``;
-else as few near-equal runs of consecutive claims as fit.
+else as few near-equal runs of consecutive claims as fit. The same rule (:func:`fits_whole`)
+decides whether ``one_call`` can split and judge an answer in one call.
 
 Token counts are estimated by the program (:func:`judge.text.estimate_tokens`: no tokenizer
 download, the same count on every machine). The context comes from ``context_tokens`` in
@@ -14,11 +15,16 @@ from __future__ import annotations
 import math
 from functools import cache
 
+from pydantic import BaseModel
+
 from judge.config import JudgeConfig
+from judge.models.client import response_schema
+from judge.models.prompts import RenderedPrompt
 from judge.text import estimate_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT", "TOKENS_PER_FRAME", "context_size", "estimate_tokens", "fits_whole", "plan",
+    "prompt_tokens", "schema_tokens",
 ]
 
 #: context assumed when neither the config nor litellm knows the model (the embedded model's
@@ -54,10 +60,23 @@ def per_call_by_output(config: JudgeConfig) -> int:
     return max(1, config.max_tokens // TOKENS_PER_JUDGEMENT)
 
 
-def fits_whole(prompt_tokens: int, claims: int, config: JudgeConfig) -> bool:
-    """Whether the prompt with every claim (``prompt_tokens``, estimated) fits in one call."""
+def prompt_tokens(prompt: RenderedPrompt) -> int:
+    """A rendered prompt's messages, estimated."""
+    return sum(estimate_tokens(m["content"]) for m in prompt.messages)
+
+
+@cache
+def schema_tokens(model: type[BaseModel]) -> int:
+    """A response model's JSON schema (sent with every call), estimated once per model."""
+    return estimate_tokens(str(response_schema(model)))
+
+
+def fits_whole(tokens: int, claims: int, config: JudgeConfig,
+               per_claim: int = TOKENS_PER_JUDGEMENT) -> bool:
+    """Whether a prompt of ``tokens`` (estimated, schema included) fits the context with
+    ``max_tokens`` to spare, and ``claims`` outputs of ``per_claim`` tokens fit ``max_tokens``."""
     room = context_size(config) - config.max_tokens
-    return prompt_tokens <= room and claims <= per_call_by_output(config)
+    return tokens <= room and claims * per_claim <= config.max_tokens
 
 
 def plan(fixed_tokens: int, claim_tokens: list[int], config: JudgeConfig) -> list[int]:

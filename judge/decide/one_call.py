@@ -16,14 +16,13 @@ An answer whose prompt does not fit the model's context, or whose claims might n
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from judge.config import JudgeConfig
 from judge.decide import Decision
 from judge.decide.batch import BatchStrategy, expand, source_data
-from judge.decide.fit import context_size, estimate_tokens
-from judge.models.client import CallFailed, ModelClient, response_schema
+from judge.decide.fit import fits_whole, prompt_tokens, schema_tokens
+from judge.models.client import CallFailed, ModelClient
 from judge.models.prompts import render
 from judge.models.schemas import JointOutput
 from judge.records import AnswerRecord
@@ -50,7 +49,6 @@ class OneCall:
         self.root = root
         self.splitter = splitter
         self.version = config.prompts["judge_answer"]
-        self.schema_tokens = estimate_tokens(json.dumps(response_schema(JointOutput)))
 
     async def judge(
         self, record: AnswerRecord, strategy: BatchStrategy, run_id: str | None
@@ -65,7 +63,9 @@ class OneCall:
             question=one_line(record.question) if record.question else None,
             max_claims=self.config.max_claims_per_answer,
         )
-        if not self._fits(prompt.messages, len(texts)):
+        # about one claim a sentence
+        if not fits_whole(prompt_tokens(prompt) + schema_tokens(JointOutput), len(texts),
+                          self.config, TOKENS_PER_JOINT_CLAIM):
             return None
         try:
             out, call = await self.client.structured(prompt, JointOutput, "judge", run_id)
@@ -87,11 +87,3 @@ class OneCall:
                                              run_id)
             decisions.update(zip(uncovered, verified, strict=True))
         return split, [decisions[p] for p in range(len(split.claims))]
-
-    def _fits(self, messages: list[dict[str, str]], sentences: int) -> bool:
-        """Whether the prompt fits the context with ``max_tokens`` to spare, and the claims
-        of ``sentences`` sentences (about one each) fit ``max_tokens``."""
-        prompt = sum(estimate_tokens(m["content"]) for m in messages) + self.schema_tokens
-        room = context_size(self.config) - self.config.max_tokens
-        return (prompt <= room
-                and sentences * TOKENS_PER_JOINT_CLAIM <= self.config.max_tokens)
