@@ -95,13 +95,10 @@ class Pipeline:
         if record.generator is None and self.config.require_generator:
             return JudgedAnswer(record, "refused", refused_reason=MISSING_GENERATOR)
         rule, strategy, assembler = self._decider(domain if domain is not None else record.domain)
-        joint = None
+        joint = None  # one_call: the split and the decisions of one call
         if self.one_call is not None and record.claims is None:
             joint = await self.one_call.judge(record, cast("BatchStrategy", strategy), run_id)
-        if joint is not None:
-            split, decisions = joint
-        else:
-            split = await self.splitter.split(record, run_id)
+        split, decisions = joint or (await self.splitter.split(record, run_id), None)
         split_calls = [split.call_id] if split.call_id else []
         if split.error is not None:
             decision = Decision(split.claims[0], None, split.error)
@@ -110,7 +107,7 @@ class Pipeline:
                 record, "judged", split.claims, self._flag_models([_ruled(verdict, rule)]),
                 answer_status(split.claims),
             )
-        if joint is None:
+        if decisions is None:
             decisions = await strategy.decide(record, split.claims, run_id)
         verdicts = [_ruled(assembler.verdict(record, d, split_calls), rule) for d in decisions]
         return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
