@@ -50,6 +50,7 @@ from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_sc
 from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.models.ratelimit import RateLimiter  # noqa: E402
+from judge.models.vectors import encode, raw_vector, response_vector, stored_vector  # noqa: E402
 from judge.store import now  # noqa: E402
 from judge.text import estimate_tokens  # noqa: E402
 
@@ -430,6 +431,82 @@ class ModelClient:
         if scores is None:
             raise CallFailed(error or "no output", call_id)
         return scores, call_id
+
+    # -- embedding calls: one forward pass, the last token's hidden state ----------------
+
+    #: what an embedding call asks for (part of its identity)
+    EMBED_SCHEMA: dict[str, Any] = {"embedding": "last_token_hidden_state", "dtype": "float16"}
+
+    async def embed(
+        self, prompt: RenderedPrompt, purpose: str, run_id: str | None
+    ) -> tuple[Any, str]:
+        """The hidden state of the prompt's last token (``prompt.as_text()``, no chat
+        template) as a float16 vector, and the call id. Stored with the call, so replay and
+        ``judge fit`` read it with no model call. A provider that returns no vector, or an
+        impossible one, fails closed (``CallFailed``)."""
+        schema = self.EMBED_SCHEMA
+        params: dict[str, Any] = {}
+        call_id = self._call_id(prompt, schema, params)
+        stored = self.store.get_call(call_id) if self.store else None
+        vector = None if call_id in self.refresh else stored_vector(stored)
+        if vector is not None:
+            self.stats.cached += 1
+            self._note_model(call_id, stored.get("model_answered") if stored else None)
+            return vector, call_id
+        if self.replay:
+            _replay_failure(stored, call_id, purpose)
+        result: tuple[Any, str] = await self._once(
+            call_id, lambda: self._embed_call(prompt, schema, call_id, purpose, run_id, params))
+        return result
+
+    async def _embed_call(
+        self, prompt: RenderedPrompt, schema: dict[str, Any], call_id: str, purpose: str,
+        run_id: str | None, params: dict[str, Any],
+    ) -> tuple[Any, str]:
+        import litellm
+
+        litellm.suppress_debug_info = True
+        attempts = Attempts(call_id, run_id)
+        row = self._row(prompt, schema, call_id, purpose, run_id, params)
+        started = time.perf_counter()
+        text = prompt.as_text()
+
+        async def send() -> Any:
+            attempts.start()
+            try:
+                response = await litellm.aembedding(
+                    model=self.config.model, input=[text], timeout=self.config.timeout_s,
+                    **self.endpoint())
+            except Exception as exc:
+                attempts.error(exc)
+                raise
+            attempts.response(response)
+            return response
+
+        vector = None
+        response, error = await self._retrying(send, call_id, self._rate_tokens(prompt, 0))
+        if response is not None:
+            usage = getattr(response, "usage", None)
+            row.update({
+                "raw_output": raw_vector(response),
+                "model_answered": getattr(response, "model", None),
+                "system_fingerprint": (getattr(response, "_hidden_params", None) or {}).get(
+                    "system_fingerprint"),
+                "finish_reason": None,
+                "prompt_tokens": getattr(usage, "prompt_tokens", None) or 0,
+                "completion_tokens": 0,
+                "cost": (getattr(response, "_hidden_params", None) or {}).get("response_cost"),
+            })
+            try:
+                vector = response_vector(response)
+            except ValueError as exc:
+                error = str(exc)
+                attempts.parse_error(exc)
+        self._finish(row, attempts, (time.perf_counter() - started) * 1000,
+                     encode(vector) if vector is not None else None, error)
+        if vector is None:
+            raise CallFailed(error or "no output", call_id)
+        return vector, call_id
 
     # -- shared -------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ __all__ = [
     "RuntimeInfo",
     "assemble",
     "cache_dir",
+    "embed",
     "is_loaded",
     "load",
     "model_file",
@@ -356,6 +357,13 @@ class _Runtime:
         # is what lets judge.models.shared_prefix fix the split points.
         params.cache_ram_mib = 0
         params.ui = False
+        # One context serves both generation and the probe's hidden states (strategy "probe"):
+        # with embeddings on, llama.cpp still generates, with the same log-probabilities (a
+        # test compares them), and a second context would double the memory. The vector is the
+        # last token's final hidden state, unnormalised.
+        params.embedding = True
+        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST
+        params.embd_normalize = -1
         params.endpoint_slots = False
         params.endpoint_metrics = False
         params.verbosity = 0
@@ -383,6 +391,12 @@ class _Runtime:
         self._prefix.forget()
         return self._call("handle_chat_completions",
                           {**request, "cache_prompt": self.info.prompt_cache})
+
+    def embed(self, text: str) -> dict[str, Any]:
+        """The last token's hidden state for ``text`` (no chat template), evaluated afresh:
+        the slot's cache is dropped first, so a vector never depends on what ran before."""
+        self._prefix.forget()
+        return self._call("handle_embeddings", {"input": text})
 
     def _call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
         """One request to the runtime (``handle_chat_completions``, ``handle_completions``)."""
@@ -414,6 +428,15 @@ def chat(request: dict[str, Any]) -> tuple[dict[str, Any], RuntimeInfo]:
         raise RuntimeUnloaded("embedded model was unloaded")
     with _CALL_LOCK:
         return runtime.chat(request), runtime.info
+
+
+def embed(text: str) -> tuple[dict[str, Any], RuntimeInfo]:
+    """The runtime's embedding answer for ``text`` (serialised like :func:`chat`)."""
+    runtime = _runtime
+    if runtime is None:
+        raise RuntimeUnloaded("embedded model was unloaded")
+    with _CALL_LOCK:
+        return runtime.embed(text), runtime.info
 
 
 def load(progress: ProgressCallback | None = None) -> RuntimeInfo:

@@ -24,6 +24,7 @@ from judge.models.embedded import (
     RuntimeInfo,
     RuntimeUnloaded,
     chat,
+    embed,
     load,
 )
 
@@ -32,7 +33,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError  # noqa: E402
-from litellm.types.utils import ModelResponse  # noqa: E402
+from litellm.types.utils import EmbeddingResponse, ModelResponse, Usage  # noqa: E402
 
 # Request keys passed through to llama.cpp's OpenAI-compatible chat endpoint.
 _PASSTHROUGH = frozenset(
@@ -123,16 +124,14 @@ def _raise_runtime_error(result: dict[str, Any], model: str) -> None:
 class EmbeddedProvider(CustomLLM):
     """litellm handler for ``embedded/<name>``: runs the request on the in-process model."""
 
-    def _complete(
-        self, model: str, messages: list[Any], optional_params: dict[str, Any]
-    ) -> ModelResponse:
+    def _loaded(self, model: str) -> None:
+        """Load the runtime for ``model`` (a known name), or raise what litellm surfaces."""
         if not os.environ.get(ENV_GGUF) and model not in (MODEL_NAME, EMBEDDED_MODEL):
             raise CustomLLMError(
                 404,
                 f"unknown embedded model {model!r}; the packaged model is {EMBEDDED_MODEL!r} "
                 f"(set {ENV_GGUF} to serve your own GGUF under any name)",
             )
-        request = _build_request(messages, optional_params)
         try:
             load()
         except EmbeddedModelError as exc:
@@ -144,6 +143,12 @@ class EmbeddedProvider(CustomLLM):
                 llm_provider=PROVIDER,
                 model=model,
             ) from exc
+
+    def _complete(
+        self, model: str, messages: list[Any], optional_params: dict[str, Any]
+    ) -> ModelResponse:
+        request = _build_request(messages, optional_params)
+        self._loaded(model)
         try:
             result, info = chat(request)
         except RuntimeUnloaded as exc:  # unload() raced with us
@@ -170,6 +175,47 @@ class EmbeddedProvider(CustomLLM):
             kwargs["messages"],
             kwargs.get("optional_params") or {},
         )
+
+    def _embed(self, model: str, inputs: list[Any]) -> EmbeddingResponse:
+        """One hidden-state vector per input text (strategy "probe"), computed one by one."""
+        if not all(isinstance(text, str) for text in inputs):
+            raise CustomLLMError(400, "the embedded provider embeds text inputs only")
+        self._loaded(model)
+        data: list[dict[str, Any]] = []
+        prompt_tokens = 0
+        info = None
+        for index, text in enumerate(inputs):
+            try:
+                result, info = embed(text)
+            except RuntimeUnloaded as exc:
+                raise CustomLLMError(503, str(exc)) from exc
+            except ValueError as exc:
+                raise CustomLLMError(400, f"embedded model rejected the input: {exc}") from exc
+            except Exception as exc:
+                raise CustomLLMError(500, f"embedded model failed: {exc}") from exc
+            if "error" in result:
+                _raise_runtime_error(result, model)
+            rows = result.get("data")
+            if not isinstance(rows, list) or not rows or "embedding" not in rows[0]:
+                raise CustomLLMError(500, f"embedded model returned no vector: {str(result)[:300]}")
+            data.append({"object": "embedding", "index": index, "embedding": rows[0]["embedding"]})
+            prompt_tokens += int((result.get("usage") or {}).get("prompt_tokens") or 0)
+        response = EmbeddingResponse(
+            model=_reported_model(model), data=data,
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=0,
+                        total_tokens=prompt_tokens),
+        )
+        if info is not None:
+            response._hidden_params["system_fingerprint"] = info.fingerprint
+        return response
+
+    def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override]
+        return self._embed(kwargs["model"], list(kwargs["input"]))
+
+    async def aembedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override]
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            EXECUTOR, self._embed, kwargs["model"], list(kwargs["input"]))
 
     def streaming(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
         raise CustomLLMError(400, "the embedded provider does not support stream=True")

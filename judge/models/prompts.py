@@ -48,6 +48,11 @@ class RenderedPrompt:
     sha256: str
     messages: list[dict[str, str]] = field(hash=False)
 
+    def as_text(self) -> str:
+        """The messages as one plain text (system, a blank line, user): what an embedding call
+        reads, with no chat template around it."""
+        return "\n\n".join(m["content"] for m in self.messages if m["content"])
+
 
 class PromptError(ValueError):
     pass

@@ -1,0 +1,53 @@
+"""The real embedded model's hidden states (strategy ``probe``): deterministic for a given
+input whatever ran before, and reading them leaves generation's log-probabilities as they
+were (one runtime serves both)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from tests.conftest import skip_or_fail
+
+pytestmark = [
+    pytest.mark.embedded,
+    skip_or_fail(importlib.util.find_spec("xllamacpp") is None,
+                 "the 'embedded' extra is not installed", "CLAIM_JUDGE_REQUIRE_EMBEDDED"),
+]
+
+TEXT = ("Evidence:\n- The bridge opened in 1931 after four years of work.\n\n"
+        "Claim: The bridge opened in 1931.\n\nJudged only by the evidence, the claim is")
+CHOICE = {"messages": [{"role": "user", "content": "Is 1931 a year? Answer A (yes) or B (no)."}],
+          "max_tokens": 1, "logprobs": True, "top_logprobs": 5, "temperature": 0.0, "seed": 0}
+
+
+def _vector(text: str) -> np.ndarray:
+    from judge.models import embedded
+
+    embedded.load()
+    result, _ = embedded.embed(text)
+    return np.asarray(result["data"][0]["embedding"], dtype=np.float64)
+
+
+def _top(result: dict) -> list[tuple[str, float]]:
+    top = result["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    return [(t["token"], t["logprob"]) for t in top]
+
+
+def test_hidden_states_are_deterministic_and_leave_generation_unchanged() -> None:
+    from judge.models import embedded
+
+    first = _vector(TEXT)
+    assert first.shape == (1536,) and np.all(np.isfinite(first))
+    before, _ = embedded.chat(dict(CHOICE))
+    # something else in between: a longer generation, another text's vector
+    embedded.chat({"messages": [{"role": "user", "content": "Count to five."}],
+                   "max_tokens": 12, "temperature": 0.0, "seed": 0})
+    other = _vector(TEXT.replace("1931", "1932"))
+    again = _vector(TEXT)
+    assert np.array_equal(first, again)
+    assert not np.array_equal(first, other)
+    after, _ = embedded.chat(dict(CHOICE))
+    assert _top(before) == _top(after)
