@@ -185,11 +185,28 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
     return json.dumps({"judgements": judgements}, ensure_ascii=False)
 
 
+#: The vector a responder gives an embedding call (``(EMBED, [{"content": text}])``).
+EMBED = "embedding"
+
+
+def claim_in_evidence_vector(text: str) -> list[float]:
+    """A transparent stand-in for a hidden state (strategy ``probe``): the probe prompt's
+    claim found verbatim in its evidence -> ``[1, 0, 0]``, else ``[0, 1, 0]``; a claim
+    starting "I " (small talk) -> ``[0, 0, 1]``."""
+    claim = text.split("Claim: ", 1)[-1].split("\n", 1)[0]
+    evidence = text.split("Claim: ", 1)[0]
+    if claim.startswith("I "):
+        return [0.0, 0.0, 1.0]
+    return [1.0, 0.0, 0.0] if claim and claim in evidence else [0.0, 1.0, 0.0]
+
+
 @dataclass
 class FakeLLM(CustomLLM):
     responder: Responder = rule_responder
     calls: list[dict[str, Any]] = field(default_factory=list)
     latency_s: float = 0.0
+    #: what an embedding call returns for a text: a vector, or an exception to raise
+    embedder: Callable[[str], Any] = claim_in_evidence_vector
 
     def __post_init__(self) -> None:
         super().__init__()
@@ -227,10 +244,33 @@ class FakeLLM(CustomLLM):
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         return self._reply(model, messages, kwargs.get("optional_params") or {})
 
+    def embedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
+        return _embed(self, model, list(input))
+
+    async def aembedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
+        return _embed(self, model, list(input))
+
     async def acompletion(
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> ModelResponse:
         return self._reply(model, messages, kwargs.get("optional_params") or {})
+
+
+def _embed(fake: FakeLLM, model: str, inputs: list[Any]) -> Any:
+    from litellm.types.utils import EmbeddingResponse
+
+    data = []
+    for index, text in enumerate(inputs):
+        fake.calls.append({"model": model, "messages": [{"role": "user", "content": text}],
+                           "schema": EMBED, "params": {}})
+        out = fake.embedder(str(text))
+        if isinstance(out, Exception):
+            raise out
+        data.append({"object": "embedding", "index": index, "embedding": out})
+    tokens = sum(len(str(t)) for t in inputs) // 4
+    return EmbeddingResponse(model=model, data=data,
+                             usage=Usage(prompt_tokens=tokens, completion_tokens=0,
+                                         total_tokens=tokens))
 
 
 def install(fake: FakeLLM, provider: str = "fake") -> FakeLLM:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.config.probe import ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, DomainRule, ScoreModel
 from judge.hashing import content_hash
 from judge.records.models import DOMAIN_PATTERN
@@ -33,7 +34,11 @@ PROMPTS: dict[str, str] = {
     "label_claim": "per_claim",
     "choose_label": "scores",
     "judge_answer": "batch",
+    "probe_claim": "probe",
 }
+
+#: The ``probe_claim`` version a ``probe`` config pins unless it names one.
+PROBE_PROMPT = "v1"
 
 #: The ``judge_answer`` version a config with ``one_call`` pins unless it names one.
 ONE_CALL_PROMPT = "v1"
@@ -75,7 +80,10 @@ class JudgeConfig(BaseModel):
     #: "scores": like per_claim, but the model answers a multiple-choice question with one
     #: letter and the program decides from the letters' log-probabilities plus
     #: ``label_bias`` (see judge.decide.scores; needs a provider that reports top_logprobs).
-    strategy: Literal["batch", "per_claim", "scores"] = "batch"
+    #: "probe": like scores, but the program reads the model's hidden state for the claim and
+    #: its located evidence (one forward pass, prompt ``probe_claim``) and a head fitted on
+    #: human gold (``probe_head``) gives the labels' probabilities (judge.decide.probe).
+    strategy: Literal["batch", "per_claim", "scores", "probe"] = "batch"
     #: Deterministic signals may override the model's label (see judge.decide.signals); the
     #: thresholds below were chosen on the tuning split only (research/README.md).
     signals: bool = False
@@ -102,9 +110,12 @@ class JudgeConfig(BaseModel):
     #: features (judge.decide.linear), fitted by research/fit_linear.py; replaces ``label_bias`` and
     #: the signal overrides (the signals become its features).
     score_model: ScoreModel | None = None
-    #: "scores": rules fitted for one domain each (``judge fit --domain``), by domain name: an
-    #: answer whose domain has a rule is decided by it, every other answer by ``score_model``
-    #: and ``review_support_below`` above. Part of the judge version.
+    #: "probe": the head that maps the hidden state to the labels (file and sha256).
+    probe_head: ProbeHeadRef | None = None
+    #: "scores" / "probe": rules fitted for one domain each (``judge fit --domain``), by
+    #: domain name: an answer whose domain has a rule is decided by it, every other answer by
+    #: ``score_model`` (or ``probe_head``) and ``review_support_below`` above. Part of the
+    #: judge version.
     domain_rules: dict[str, DomainRule] = Field(default_factory=dict)
     #: verify_claims v1: claims per verify call. v2 and later put every claim of an answer in
     #: one call when it fits ``context_tokens`` and ``max_tokens`` (judge.decide.fit).
@@ -181,6 +192,7 @@ class JudgeConfig(BaseModel):
         "context_tokens",
         "excerpts",
         "one_call",
+        "probe_head",
     )
     #: Fields added after the first judge versions were published, with the value that
     #: reproduces the behaviour from before they existed. At that value a field is left out
@@ -199,6 +211,7 @@ class JudgeConfig(BaseModel):
         "excerpts": "claim",
         "domain_rules": {},
         "one_call": False,
+        "probe_head": None,
     }
     #: Settings that never change a verdict (left out of the judge version).
     OPERATIONAL: ClassVar[tuple[str, ...]] = (
@@ -243,11 +256,31 @@ class JudgeConfig(BaseModel):
                 f"score_model decides from option scores: it needs strategy 'scores', "
                 f"not {self.strategy!r}"
             )
-        if self.strategy != "scores" and self.domain_rules:
+        if self.strategy not in ("scores", "probe") and self.domain_rules:
             raise ValueError(
-                f"domain_rules decide from option scores: they need strategy 'scores', "
-                f"not {self.strategy!r}"
+                f"domain_rules decide from option scores or a probe head: they need strategy "
+                f"'scores' or 'probe', not {self.strategy!r}"
             )
+        kind = "probe_head" if self.strategy == "probe" else "score_model"
+        for name, rule in self.domain_rules.items():
+            if getattr(rule, kind) is None:
+                raise ValueError(f"domain_rules.{name}: strategy {self.strategy!r} needs a "
+                                 f"{kind} in each domain rule")
+        return self
+
+    @model_validator(mode="after")
+    def _probe_settings(self) -> JudgeConfig:
+        if self.strategy != "probe":
+            if self.probe_head is not None:
+                raise ValueError(f"probe_head reads hidden states: it needs strategy 'probe', "
+                                 f"not {self.strategy!r}")
+            return self
+        if self.probe_head is None:
+            raise ValueError(
+                "strategy 'probe' needs a head: pin one as probe_head = {file = ..., sha256 = "
+                "...} (the embedded model's default profile pins one; 'judge fit' fits one for "
+                "another model)")
+        self.prompts.setdefault("probe_claim", PROBE_PROMPT)
         return self
 
     @model_validator(mode="after")
@@ -276,15 +309,17 @@ class JudgeConfig(BaseModel):
         has no rule, it is not ``scores``) and the config to decide it with: this config for
         the default rule, else a copy with the domain's ``score_model`` and
         ``review_support_below``."""
-        if self.strategy != "scores":
+        if self.strategy not in ("scores", "probe"):
             return None, self
         rule = self.domain_rules.get(domain) if domain else None
         if rule is None or domain is None:
             return DEFAULT_RULE, self
-        return domain, self.model_copy(update={
-            "score_model": rule.score_model,
-            "review_support_below": rule.review_support_below,
-        })
+        update: dict[str, Any] = {"review_support_below": rule.review_support_below}
+        if self.strategy == "probe":
+            update["probe_head"] = rule.probe_head
+        else:
+            update["score_model"] = rule.score_model
+        return domain, self.model_copy(update=update)
 
     @classmethod
     def load(cls, path: Path | None = None, **overrides: Any) -> JudgeConfig:
@@ -297,7 +332,7 @@ class JudgeConfig(BaseModel):
                 raise ValueError(f"config file not found: {path}") from exc
             except tomllib.TOMLDecodeError as exc:
                 raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
-            data = dict(raw.get("judge", raw))
+            data = _heads_beside(dict(raw.get("judge", raw)), path.parent)
         data.update({k: v for k, v in overrides.items() if v is not None})
         if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
             data = {**EMBEDDED_PROFILE, **data}
@@ -316,9 +351,12 @@ class JudgeConfig(BaseModel):
             "tpm": None if self.tpm is None else max(1, self.tpm // workers),
         })
 
-    def versioned_fields(self) -> dict[str, Any]:
+    def versioned_fields(self, identity: bool = False) -> dict[str, Any]:
+        """The settings that change a verdict (the NEUTRAL ones at their neutral value left
+        out). ``identity``: as the judge version hashes them (see :func:`_plain`)."""
         fields = {
-            name: _plain(value) for name, value in ((n, getattr(self, n)) for n in self.VERSIONED)
+            name: _plain(value, identity)
+            for name, value in ((n, getattr(self, n)) for n in self.VERSIONED)
         }
         return {
             name: value
@@ -327,11 +365,39 @@ class JudgeConfig(BaseModel):
         }
 
 
-def _plain(value: Any) -> Any:
+def _heads_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Probe head files named by a relative path are read beside the config that names them
+    (``judge fit`` writes them there)."""
+    def anchored(ref: Any) -> Any:
+        if isinstance(ref, dict) and isinstance(ref.get("file"), str):
+            file = ref["file"]
+            if not file.startswith("builtin:") and not Path(file).expanduser().is_absolute():
+                return {**ref, "file": str(folder / file)}
+        return ref
+
+    if "probe_head" in data:
+        data["probe_head"] = anchored(data["probe_head"])
+    rules = data.get("domain_rules")
+    if isinstance(rules, dict):
+        data["domain_rules"] = {
+            name: {**rule, "probe_head": anchored(rule["probe_head"])}
+            if isinstance(rule, dict) and "probe_head" in rule else rule
+            for name, rule in rules.items()}
+    return data
+
+
+def _plain(value: Any, identity: bool = False) -> Any:
+    """A setting as plain JSON values. ``identity``: as the judge version hashes it (a probe
+    head by its content, the sha256, not by where its file lies)."""
+    if identity and isinstance(value, ProbeHeadRef):
+        return {"sha256": value.sha256}
     if isinstance(value, BaseModel):
-        return value.model_dump()
+        # fields left at None are left out, so adding an optional field to a model
+        # (DomainRule.probe_head) does not rename the judge versions that do not use it
+        return {name: _plain(getattr(value, name), identity)
+                for name in type(value).model_fields if getattr(value, name) is not None}
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v, identity) for k, v in value.items()}
     return value
 
 
@@ -345,7 +411,7 @@ def judge_version(config: JudgeConfig, template_hashes: dict[str, str]) -> str:
     """``<model>@<12 hex>``: readable name + short hash over model, parameters,
     template contents (by name/version/hash) and schema version."""
     ident = {
-        "config": config.versioned_fields(),
+        "config": config.versioned_fields(identity=True),
         "templates": dict(sorted(template_hashes.items())),
     }
     return f"{short_model_name(config.model)}@{content_hash(ident)[:12]}"

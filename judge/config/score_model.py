@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.config.probe import ProbeHeadRef
 from judge.verdicts import LABELS
 
 #: The features the embedded default's rule weighs.
@@ -77,5 +78,15 @@ class DomainRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    score_model: ScoreModel
+    #: strategy ``scores``: the domain's linear rule
+    score_model: ScoreModel | None = None
+    #: strategy ``probe``: the domain's head (``judge fit`` shrinks it toward the default head)
+    probe_head: ProbeHeadRef | None = None
     review_support_below: float = Field(default=0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> DomainRule:
+        if (self.score_model is None) == (self.probe_head is None):
+            raise ValueError("a domain rule has either a score_model (strategy 'scores') or a "
+                             "probe_head (strategy 'probe')")
+        return self

@@ -73,7 +73,8 @@ class PerClaim(StrategyBase):
 
 
 #: The prompt each strategy asks (besides ``split_claims``).
-VERIFY_PROMPT = {"batch": "verify_claims", "per_claim": "label_claim", "scores": "choose_label"}
+VERIFY_PROMPT = {"batch": "verify_claims", "per_claim": "label_claim", "scores": "choose_label",
+                 "probe": "probe_claim"}
 
 
 def strategy_for(config: JudgeConfig, client: ModelClient, root: Path) -> Strategy:
@@ -82,6 +83,10 @@ def strategy_for(config: JudgeConfig, client: ModelClient, root: Path) -> Strate
         from judge.decide.scores import ScoresStrategy
 
         return ScoresStrategy(config, client, root)
+    if config.strategy == "probe":
+        from judge.decide.probe import ProbeStrategy
+
+        return ProbeStrategy(config, client, root)
     if config.strategy == "per_claim":
         from judge.decide.per_claim import PerClaimStrategy
 

@@ -40,6 +40,9 @@ def version_config(store: Store, version: str) -> JudgeConfig:
         raise EvaluationError(f"judge version {version!r} is not in the store")
     # as the CLI builds a config (profile defaults included): the stored config holds only
     # the versioned fields
+    from judge.runs.replay import remember_stored_heads
+
+    remember_stored_heads(store)
     config = JudgeConfig.load(None, **row["config"])
     pipeline = Pipeline(config, ModelClient(config, None, replay=True))
     if pipeline.judge_version != version:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from judge.config import JudgeConfig
+from judge.decide.probe_head import heads_text
 from judge.fingerprint import code_fingerprint
 from judge.models.client import CallStore, Limits, ModelClient, RunStopped
 from judge.pipeline import JudgedAnswer, Pipeline
@@ -76,7 +77,14 @@ def build_pipeline(
         store.ensure_judge_version(
             pipeline.judge_version, config.model, config.versioned_fields(), pipeline.templates
         )
+        store.save_probe_heads(probe_bodies(config))
     return pipeline
+
+
+def probe_bodies(config: JudgeConfig) -> dict[str, str]:
+    """The text of the probe heads a config pins (its own and its domains'), by sha256."""
+    refs = [config.probe_head, *(r.probe_head for r in config.domain_rules.values())]
+    return heads_text([(r.file, r.sha256) for r in refs if r is not None])
 
 
 def _why(exc: BaseException) -> str:

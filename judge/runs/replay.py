@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.config import DEFAULT_RULE, JudgeConfig
+from judge.decide.probe_head import remember
 from judge.fingerprint import code_fingerprint
 from judge.models.client import ReplayMiss
 from judge.runs.batch import build_pipeline
@@ -56,9 +57,17 @@ class ReplayReport:
         }
 
 
+def remember_stored_heads(store: Store) -> None:
+    """The probe heads kept in the store, known to this process by sha256 (a stored version
+    replays wherever its head file has gone)."""
+    for body in store.probe_head_bodies().values():
+        remember(body)
+
+
 def replay_run(store: Store, run_id: str) -> ReplayReport:
     run = store.run(run_id)
     version_row = store.db.table("judge_versions").get(run["judge_version"])
+    remember_stored_heads(store)
     config = JudgeConfig.model_validate(json.loads(version_row["config"]))
     pipeline = build_pipeline(config, store, replay=True)
     report = ReplayReport(run_id, run["judge_version"])

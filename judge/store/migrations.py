@@ -481,6 +481,16 @@ def m009_superseded(db: sqlite_utils.Database) -> None:
     db.table("superseded_verdicts").create_index(["answer_id", "judge_version"])
 
 
+@migration
+def m010_probe_heads(db: sqlite_utils.Database) -> None:
+    """The probe heads (strategy ``probe``) of the judge versions run on this store, by the
+    sha256 the config pins, with the file's text: a stored run replays, and ``judge fit``
+    refits, wherever the head file has gone since."""
+    db.table("probe_heads").create(
+        {"sha256": str, "body": str, "created_at": str}, pk="sha256"
+    )
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

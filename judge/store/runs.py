@@ -28,6 +28,20 @@ class RunsMixin(StoreBase):
                 ignore=True,
             )
 
+    def save_probe_heads(self, bodies: dict[str, str]) -> None:
+        """Keep the text of each probe head (by sha256) a judge version uses."""
+        if not bodies:
+            return
+        with self.transaction():
+            self.db.table("probe_heads").insert_all(
+                [{"sha256": sha, "body": body, "created_at": now()}
+                 for sha, body in bodies.items()], ignore=True)
+
+    def probe_head_bodies(self) -> dict[str, str]:
+        """Every probe head kept in the store, by sha256."""
+        return {r["sha256"]: r["body"] for r in self.db.query(
+            "select sha256, body from probe_heads")}
+
     def judge_versions(self) -> list[dict[str, Any]]:
         return list(self.db.query("select * from judge_versions order by created_at"))
 

@@ -1,0 +1,122 @@
+"""Strategy ``probe``: the labels' probabilities from the model's hidden state.
+
+A small model's option letters say little (strategy ``scores``), yet its hidden state after
+reading the evidence and the claim separates the labels far better. So, per claim, the
+program locates the source excerpts that best cover it (as ``scores`` does, within
+:data:`PROBE_EXCERPT_CHARS`), the model reads one short prompt (``probe_claim``) in one forward
+pass and generates nothing, and the program takes the last token's hidden state (stored with
+the call as float16) and applies the config's head (:mod:`judge.decide.probe_head`, fitted on
+human gold by ``judge fit`` or research/fit_probe.py). The label is the head's most probable
+one; ``support`` is its P(supported), which drives the review queue
+(``review_support_below``); the evidence is the located excerpts, checked like any other. No
+model-reported confidence: the probabilities are the head's, computed by the program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from judge.decide import Decision, PerClaim
+from judge.decide.excerpts import excerpt_data, locate_excerpts
+from judge.decide.options import TIE_ORDER, describe
+from judge.decide.probe_head import ProbeHead, ProbeHeadError, load_head
+from judge.models.client import CallFailed
+from judge.models.prompts import RenderedPrompt, render
+from judge.models.schemas import ClaimJudgement
+from judge.verdicts import Claim, Evidence, Label
+
+if TYPE_CHECKING:
+    from judge.config import JudgeConfig
+    from judge.records import AnswerRecord
+
+#: The evidence budget of a probe prompt: short, since one claim's forward pass costs about
+#: 20 ms per token on two cores.
+PROBE_EXCERPT_CHARS = 500
+
+
+def probe_prompt(config: JudgeConfig, root: Any, record: AnswerRecord, claim: Claim
+                 ) -> tuple[list[Evidence], RenderedPrompt]:
+    """The evidence the program located for a claim and the prompt the model reads."""
+    located = locate_excerpts(claim.text, record, budget=PROBE_EXCERPT_CHARS)
+    prompt = render("probe_claim", config.prompts["probe_claim"], root, claim=claim.text,
+                    excerpts=excerpt_data(located))
+    return located, prompt
+
+
+def head_of(config: JudgeConfig) -> ProbeHead:
+    """The head a (domain's) config pins; ``ProbeHeadError`` when it is missing or altered."""
+    if config.probe_head is None:
+        raise ProbeHeadError("strategy 'probe' needs a probe_head")
+    return load_head(config.probe_head.file, config.probe_head.sha256)
+
+
+def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
+    """Refuse a head fitted on the packaged model's hidden states when ``CLAIM_JUDGE_GGUF``
+    serves another model under the embedded provider: its vectors mean something else, even
+    when they have as many numbers."""
+    from judge.models.embedded import ENV_GGUF, MODEL_SHA256
+
+    gguf = os.environ.get(ENV_GGUF)
+    if (config.model.startswith("embedded/") and gguf
+            and head.about.get("gguf_sha256") == MODEL_SHA256):
+        raise ProbeHeadError(
+            f"the probe head {head.about.get('name', '')!r} reads the packaged model's hidden "
+            f"states, but {ENV_GGUF}={gguf} serves another model: fit a head for it (judge "
+            "the gold with a probe config, then `judge fit`; see docs/probe.md) and pin it "
+            "as probe_head")
+
+
+class ProbeStrategy(PerClaim):
+    """Bound to the config of one rule (the pipeline picks the answer's domain rule)."""
+
+    def __init__(self, config: JudgeConfig, client: Any, root: Any) -> None:
+        super().__init__(config, client, root)
+        self.head = head_of(config)  # a missing or altered head fails before any answer
+        check_runtime(config, self.head)
+
+    async def one(self, record: AnswerRecord, claim: Claim, run_id: str | None) -> Decision:
+        try:
+            located, vector, call = await self.vector(record, claim, run_id)
+        except CallFailed as exc:
+            version = self.config.prompts["probe_claim"]
+            return Decision(claim, None, f"probe failed ({version}): {exc}", [exc.call_id])
+        return decide_probe(self.config, self.head, claim, located, vector, call)
+
+    async def vector(
+        self, record: AnswerRecord, claim: Claim, run_id: str | None
+    ) -> tuple[list[Evidence], np.ndarray, str]:
+        """(the located evidence, the float16 hidden state, the call id): the model's part.
+        Raises ``CallFailed`` (and, replaying, ``ReplayMiss``)."""
+        located, prompt = await asyncio.to_thread(
+            probe_prompt, self.config, self.root, record, claim)
+        vector, call = await self.client.embed(prompt, "probe", run_id)
+        return located, vector, call
+
+
+def decide_probe(config: JudgeConfig, head: ProbeHead, claim: Claim, located: list[Evidence],
+                 vector: np.ndarray, call: str) -> Decision:
+    """The program's part: the head's probabilities and the decision. Pure, so replay and
+    ``judge fit`` decide stored vectors exactly as the pipeline does. A vector the head cannot
+    read (another model's) fails closed."""
+    version = config.prompts["probe_claim"]
+    try:
+        row = head.probabilities(vector)[0]
+    except ProbeHeadError as exc:
+        return Decision(claim, None, f"probe head ({version}): {exc}; fail closed", [call])
+    probs = {label: float(p) for label, p in zip(head.labels, row, strict=True)}
+    if not all(np.isfinite(list(probs.values()))):
+        return Decision(claim, None, f"probe probabilities are not numbers ({version}); "
+                        "fail closed", [call])
+    label = max(TIE_ORDER, key=lambda name: (probs[name], -TIE_ORDER.index(name)))
+    judgement = ClaimJudgement(
+        claim=1,
+        label=label,  # type: ignore[arg-type]
+        subtype=None if label == Label.SUPPORTED.value else "opinion",
+        rationale=f"probe head on the model's hidden state: {describe(probs)}",
+    )
+    return Decision(claim, judgement, None, [call], located=located,
+                    support=probs[Label.SUPPORTED.value])

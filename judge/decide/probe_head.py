@@ -1,0 +1,187 @@
+"""The probe head: a multinomial logistic regression from a model's hidden state to the four
+labels' probabilities (strategy ``probe``).
+
+A head is a versioned artifact: a JSON file holding the standardisation (``mean``,
+``scale``), the weights in standardised units (``coef``, one row per label) and intercepts,
+plus what it was fitted on (``about``). A config names it with its sha256
+(:class:`judge.config.probe.ProbeHeadRef`), so the head is part of the judge version and a
+changed file is refused. Heads shipped with the package live in ``judge/config/heads/`` and
+are named ``builtin:<name>``; ``builtin:uniform`` reads no number and gives every label the
+same probability (every claim goes to review): the head to collect a new model's vectors
+with, before ``judge fit`` learns one from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judge.verdicts import LABELS
+
+#: Where the heads shipped with the package are (``builtin:<name>`` → ``<name>.json``).
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "config" / "heads"
+BUILTIN_PREFIX = "builtin:"
+#: The head file format this code reads.
+FORMAT = "claim-judge/probe-head/v1"
+
+
+class ProbeHeadError(ValueError):
+    """A head file that is missing, altered (sha256) or malformed."""
+
+
+@dataclass(frozen=True)
+class ProbeHead:
+    """``P(label | vector) = softmax(((vector - mean) / scale) @ coef.T + intercept)``."""
+
+    labels: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray  # labels x dim, standardised units
+    intercept: np.ndarray  # labels
+    about: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def dim(self) -> int:
+        return int(self.mean.size)
+
+    def logits(self, vectors: np.ndarray) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+        if self.dim == 0:  # the uniform head (builtin:uniform) reads no number
+            return np.tile(self.intercept, (x.shape[0], 1))  # type: ignore[no-any-return]
+        if x.shape[1] != self.dim:
+            raise ProbeHeadError(
+                f"the head reads vectors of {self.dim} numbers, the model gave {x.shape[1]} "
+                "(a head fits one model: fit one for this model with 'judge fit')")
+        return ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+
+    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
+        s = self.logits(vectors)
+        s -= s.max(1, keepdims=True)
+        p = np.exp(s)
+        return p / p.sum(1, keepdims=True)  # type: ignore[no-any-return]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "labels": list(self.labels),
+            "dim": self.dim,
+            "about": self.about,
+            "mean": _floats(self.mean),
+            "scale": _floats(self.scale),
+            "intercept": _floats(self.intercept),
+            "coef": [_floats(row) for row in self.coef],
+        }
+
+    def dumps(self) -> str:
+        """The head file's text (deterministic: the same head gives the same bytes)."""
+        return json.dumps(self.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _floats(values: np.ndarray) -> list[float]:
+    return [float(f"{v:.6g}") for v in np.asarray(values, dtype=np.float64).ravel()]
+
+
+def from_dict(data: dict[str, Any]) -> ProbeHead:
+    if data.get("format") != FORMAT:
+        raise ProbeHeadError(f"not a probe head file (format {data.get('format')!r}, "
+                             f"expected {FORMAT!r})")
+    labels = tuple(data["labels"])
+    if sorted(labels) != sorted(LABELS):
+        raise ProbeHeadError(f"a head must score the four labels {LABELS}, not {labels}")
+    mean = np.asarray(data["mean"], dtype=np.float64)
+    scale = np.asarray(data["scale"], dtype=np.float64)
+    coef = np.asarray(data["coef"], dtype=np.float64)
+    intercept = np.asarray(data["intercept"], dtype=np.float64)
+    dim = int(data["dim"])
+    if (mean.shape != (dim,) or scale.shape != (dim,) or coef.shape != (len(labels), dim)
+            or intercept.shape != (len(labels),)):
+        raise ProbeHeadError("head arrays do not match its dimension and labels")
+    if np.any(scale <= 0) or not all(np.all(np.isfinite(a)) for a in (mean, scale, coef,
+                                                                        intercept)):
+        raise ProbeHeadError("head holds non-finite numbers or a non-positive scale")
+    return ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}))
+
+
+def head_path(file: str, base: Path | None = None) -> Path:
+    """The file a head reference names: ``builtin:<name>`` or a path (relative to ``base``,
+    the folder of the config that names it, else the working directory)."""
+    if file.startswith(BUILTIN_PREFIX):
+        name = file[len(BUILTIN_PREFIX):]
+        if not name or "/" in name or "\\" in name or name.startswith("."):
+            raise ProbeHeadError(f"{file!r} is not a builtin head name")
+        return BUILTIN_DIR / f"{name}.json"
+    path = Path(file).expanduser()
+    return path if path.is_absolute() or base is None else base / path
+
+
+def file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError as exc:
+        raise ProbeHeadError(f"probe head file not found: {path}") from exc
+
+
+#: heads fitted in this process (``judge fit``'s candidates), by the sha256 of their file text
+_FITTED: dict[str, ProbeHead] = {}
+
+
+def canonical(head: ProbeHead) -> tuple[ProbeHead, str]:
+    """The head as its file holds it (numbers rounded as written) and that file's sha256; the
+    head is remembered, so a config pinning that sha256 finds it before the file is
+    written (a fit measures its candidate before writing it)."""
+    text = head.dumps()
+    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if sha256 not in _FITTED:
+        _FITTED[sha256] = from_dict(json.loads(text))
+    return _FITTED[sha256], sha256
+
+
+def remember(body: str) -> str:
+    """Make a head file's text known to this process by its sha256 (a head kept in a store:
+    a stored version replays wherever its head file has gone since); returns the sha256."""
+    sha256 = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    if sha256 not in _FITTED:
+        _FITTED[sha256] = from_dict(json.loads(body))
+    return sha256
+
+
+def heads_text(refs: list[tuple[str, str]]) -> dict[str, str]:
+    """The file text of each head ``(file, sha256)`` by sha256, checked against it."""
+    out = {}
+    for file, sha256 in refs:
+        head = load_head(file, sha256)
+        text = head.dumps()
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != sha256:
+            text = head_path(file).read_text(encoding="utf-8")
+        out[sha256] = text
+    return out
+
+
+def load_head(file: str, sha256: str, base: Path | None = None) -> ProbeHead:
+    """The head a config names, refused when the file's sha256 is not the pinned one. A file
+    that is not there is taken from the heads this process knows by that sha256 (fitted here,
+    or kept in the store of the run being replayed)."""
+    path = head_path(file, base)
+    if not path.is_file() and sha256 in _FITTED:
+        return _FITTED[sha256]
+    actual = file_sha256(path)
+    if actual != sha256:
+        raise ProbeHeadError(
+            f"probe head {file} has sha256 {actual[:12]}…, the config pins {sha256[:12]}…: the "
+            "file changed, and a changed head is a new judge version (pin the new sha256)")
+    return _parsed(str(path), actual)
+
+
+@lru_cache(maxsize=16)
+def _parsed(path: str, sha256: str) -> ProbeHead:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProbeHeadError(f"probe head {path} is not readable JSON: {exc}") from exc
+    return from_dict(data)
