@@ -13,7 +13,8 @@ and its cl100k tokens (chat framing and the JSON schema sent included):
    ``concurrency / (calls per answer x 0.2 s)``.
 3. ``scale``: CPU time per answer from 20 to 1,000 answers (instant mock): flat or not.
 4. ``ray``: the Ray executor with 1 and 2 workers (200 answers at 200 ms).
-5. ``embedded``: the embedded model's seconds per claim (``--embedded``; slow).
+5. ``embedded``: the embedded model's seconds per claim, ``probe`` (the default) beside
+   ``scores``, and peak memory (``--embedded``; slow).
 
 First of all, ``judge --help`` wall time (the target is under 0.5 s: the CLI imports no
 store, scipy or litellm to start), median of 5 runs in fresh processes; then ``judge fit`` on
@@ -358,37 +359,52 @@ def sourced(script: Path, venv: Path) -> dict[str, str]:
 
 def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int = 4) -> None:
     """Seconds per claim of the embedded model on the first peer answers of 5 to 6 given
-    claims (model load excluded), with the excerpts located per claim (``excerpts =
-    "claim"``, every prompt evaluated whole) and shared by the claims of an answer
-    (``excerpts = "answer"``, their common prefix served from the runtime's KV cache), and
-    the labels that differ."""
+    claims (model load excluded): the default (``probe``: one forward pass per claim, the
+    hidden state read by the head) beside the ``scores`` strategy it replaced (one choice call
+    per claim), and ``scores`` with the excerpts shared by the claims of an answer
+    (``excerpts = "answer"``), with the labels that differ and the process's peak RSS."""
+    import resource
+
     from judge.config import load_config
     from judge.models import embedded
 
     records = [r for r in peer_records(peer, given=True) if 5 <= len(r["claims"]) <= 6]
     path = write_jsonl(records[:answers], tmp, "embedded.jsonl")
-    print(f"\n== embedded model: {answers} peer answers of 5-6 given claims ==")
+    chars = [sum(len(s["text"]) for s in r["sources"]) for r in records[:answers]]
+    print(f"\n== embedded model: {answers} peer answers of 5-6 given claims "
+          f"(sources {min(chars)}-{max(chars)} characters) ==")
+    scores = ROOT / "research" / "configs" / "scores_v1_linear_t244_text.toml"
+    setups = {
+        "probe (default)": load_config(None),
+        "scores": load_config(scores, prompts={"split_claims": "v2", "choose_label": "v1"}),
+        "scores, excerpts per answer": load_config(scores, excerpts="answer"),
+    }
     labels: dict[str, list[str]] = {}
     out: dict[str, Any] = {}
     try:
-        for excerpts in ("claim", "answer"):
+        for name, config in setups.items():
             embedded.unload()
             embedded.load()
-            store = Store.open(tmp / f"embedded-{excerpts}.db")
+            store = Store.open(tmp / f"embedded-{len(out)}.db")
             started = time.perf_counter()
-            results = judge_file(path, config=load_config(None, excerpts=excerpts), db=store)
+            results = judge_file(path, config=config, db=store)
             wall = time.perf_counter() - started
             store.close()
             n = results.summary.claims
-            labels[excerpts] = [v.label for r in results for v in r.verdicts]
-            out[excerpts] = {"claims": n, "wall_s": wall, "s_per_claim": per(wall, n)}
-            print(f"excerpts = {excerpts!r}: {n} claims in {wall:.0f} s, "
-                  f"{per(wall, n):.2f} s per claim")
+            labels[name] = [v.label for r in results for v in r.verdicts]
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            out[name] = {"claims": n, "wall_s": wall, "s_per_claim": per(wall, n),
+                         "peak_rss_mb_so_far": rss}
+            print(f"{name}: {n} claims in {wall:.0f} s, {per(wall, n):.2f} s per claim "
+                  f"(peak RSS of the process so far {rss:.0f} MB)")
     finally:
         embedded.unload()
-    flips = sum(a != b for a, b in zip(labels["claim"], labels["answer"], strict=True))
-    print(f"labels that differ between the two: {flips} of {len(labels['claim'])}")
-    figures["embedded"] = {**out, "flips": flips}
+    first = labels["probe (default)"]
+    for name, got in labels.items():
+        if name != "probe (default)":
+            flips = sum(a != b for a, b in zip(first, got, strict=True))
+            print(f"labels that differ from the default's, {name}: {flips} of {len(first)}")
+    figures["embedded"] = out
 
 
 SECTIONS = ("tokens", "peers", "throughput", "scale", "ray")

@@ -18,9 +18,11 @@ import numpy as np
 
 from judge.config import JudgeConfig
 from judge.config.score_model import ScoreModel
+from judge.decide.probe_head import ProbeHead
 from judge.fitting.evaluate import measure, summary, verdicts_for
 from judge.fitting.items import FitItem
-from judge.fitting.logistic import Fitted, fit_rule
+from judge.fitting.logistic import Fitted
+from judge.fitting.rules import fit_items_rule
 from judge.fitting.split import bucket, folds_of, label_counts, shortfall
 
 SIZES: tuple[int, ...] = (25, 50, 100, 200)
@@ -52,7 +54,7 @@ def learning_curve(
     seed: int = 0,
     queue_recall: float = 0.9,
     n_resamples: int = 1000,
-    prior: ScoreModel | None = None,
+    prior: ScoreModel | ProbeHead | None = None,
 ) -> list[dict[str, Any]]:
     """One point per size: the mean holdout figures of rules fitted on that many claims.
     ``build`` turns a fitted rule into the judge config to measure."""
@@ -63,9 +65,8 @@ def learning_curve(
         rows = []
         for index in range(draws if size < n_all else 1):
             chosen = draw(fit_items, size, index, seed) if size < n_all else list(fit_items)
-            y = np.array([i.y for i in chosen])
-            fitted = fit_rule([i.features for i in chosen], y, folds_of(chosen, seed=seed),
-                              names, queue_recall, prior)
+            fitted = fit_items_rule(chosen, folds_of(chosen, seed=seed), names, queue_recall,
+                                    prior)
             verdicts = verdicts_for(holdout, build(fitted), "curve")
             rows.append((len(chosen), summary(measure(holdout, verdicts, n_resamples)),
                          label_counts(chosen)))

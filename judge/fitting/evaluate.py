@@ -28,6 +28,8 @@ from calibration import CalibrationItem, DriftPair, build_drift_report
 from calibration.report import Figures, figures
 from judge.assembly.verdict import Assembler
 from judge.config import JudgeConfig
+from judge.decide import Decision
+from judge.decide.probe import decide_probe, head_of
 from judge.decide.scores import decide_scores
 from judge.fitting.items import FitItem
 from judge.verdicts import Verdict
@@ -49,6 +51,16 @@ def adoption_rule(queue_recall: float) -> str:
         "are reported beside them")
 
 
+def decide_item(config: JudgeConfig, item: FitItem) -> Decision:
+    """The decision ``config`` (already the item's domain rule) makes from the item's stored
+    scores or vector, exactly as the pipeline makes it."""
+    if config.strategy == "probe":
+        return decide_probe(config, head_of(config), item.claim, item.located, item.vector,
+                            item.call_id)
+    return decide_scores(config, item.record, item.claim, item.located, item.scores,
+                         item.call_id)
+
+
 def verdicts_for(items: Sequence[FitItem], config: JudgeConfig, version: str) -> list[Verdict]:
     """The verdict ``config`` gives each item from its stored scores (no model call): the
     rule of the item's domain, then the pipeline's verdict assembly."""
@@ -59,8 +71,7 @@ def verdicts_for(items: Sequence[FitItem], config: JudgeConfig, version: str) ->
         if name not in assemblers:
             assemblers[name] = (cfg, Assembler(cfg, version))
         cfg, assembler = assemblers[name]
-        decision = decide_scores(cfg, item.record, item.claim, item.located, item.scores,
-                                 item.call_id)
+        decision = decide_item(cfg, item)
         verdict = assembler.verdict(item.record, decision)
         out.append(verdict if name is None else verdict.model_copy(update={"rule": name}))
     return out

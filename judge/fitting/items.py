@@ -1,10 +1,11 @@
-"""Fit items: human gold matched to the stored verdicts of a ``scores`` judge version, with
-what the decision rule reads for each claim.
+"""Fit items: human gold matched to the stored verdicts of a ``scores`` or ``probe`` judge
+version, with what the decision rule reads for each claim.
 
 For every gold claim the store holds a verdict for, the claim is scored again *from the
-store*: the program locates the excerpts and renders the ``choose_label`` prompt exactly as
-the pipeline does, and the stored call with that key gives the option log-probabilities
-(a replaying model client: a missing call is a skipped claim, never a model call). So a
+store*: the program locates the excerpts and renders the ``choose_label`` (``probe_claim``)
+prompt exactly as the pipeline does, and the stored call with that key gives the option
+log-probabilities (the hidden-state vector) (a replaying model client: a missing call is a
+skipped claim, never a model call). So a
 rule fitted on these items decides in the pipeline exactly as in the fit, and
 ``judge eval-gold GOLD -c FITTED.toml`` finds every call it needs in the store.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 from judge.config import JudgeConfig
 from judge.decide.linear import features
+from judge.decide.probe import ProbeStrategy
 from judge.decide.scores import ScoresStrategy
 from judge.evaluation.calibrate import check_provenance, pick_version, resolve_version
 from judge.evaluation.drift import version_config
@@ -53,12 +55,14 @@ class FitItem:
     record: AnswerRecord
     claim: Claim
     located: list[Evidence]
-    #: the options' log-probabilities, normalised over the options
+    #: the options' log-probabilities, normalised over the options (strategy scores)
     scores: dict[str, float]
     call_id: str
     features: dict[str, float]
     #: the stored verdict of the judge version the items were read from
     row: dict[str, Any]
+    #: the stored hidden-state vector (strategy probe)
+    vector: Any = None
 
     @property
     def y(self) -> int:
@@ -148,12 +152,12 @@ def load_items(
     else:
         version = resolve_version(store, judge_version)
     stored = index.configs.get(version, {})
-    if stored.get("strategy") != "scores":
+    if stored.get("strategy") not in ("scores", "probe"):
         raise FitRefused(
             f"judge version {version} uses strategy {stored.get('strategy', 'batch')!r}: "
-            "`judge fit` learns the decision rule of strategy 'scores' from its stored option "
-            "scores; judge the gold claims with a 'scores' config first (the embedded default "
-            "is one)")
+            "`judge fit` learns the decision rule of strategy 'scores' (from stored option "
+            "scores) or the head of strategy 'probe' (from stored hidden states); judge the "
+            "gold claims with such a config first (the embedded default is one)")
     config = version_config(store, version)
     matching = match_gold(index, entries, version, conv.refs)
     check_provenance(index, matching, entries)
@@ -178,7 +182,9 @@ def load_items(
             matching.refused)
     excluded = set(exclude_claims)
     client = ModelClient(config, store, replay=True)
-    strategy = ScoresStrategy(config, client, prompts_dir())
+    probe = config.strategy == "probe"
+    strategy: ScoresStrategy | ProbeStrategy = (
+        ProbeStrategy if probe else ScoresStrategy)(config, client, prompts_dir())
     records: dict[str, AnswerRecord | None] = {}
     todo: list[tuple[GoldEntry, dict[str, Any], AnswerRecord, Claim, str | None]] = []
     for m in matching.matched:
@@ -210,15 +216,22 @@ def load_items(
         if result is None:
             data.skipped["no stored score call for the claim"] += 1
             continue
-        located, scores, call_id = result
-        _, cfg = config.rule_for(tag)
-        values = features(claim.text, scores, located, record, cfg.support_overlap_min,
-                          cfg.numbers_overlap_min)
+        located, output, call_id = result
+        scores: dict[str, float] = {}
+        values: dict[str, float] = {}
+        if probe:
+            vector = output
+        else:
+            vector, scores = None, output
+            _, cfg = config.rule_for(tag)
+            values = features(claim.text, scores, located, record, cfg.support_overlap_min,
+                              cfg.numbers_overlap_min)
         data.items.append(FitItem(
             gold_id=entry.item.id, line=entry.line, label=entry.item.label,
             group=group_of(entry.item.id, entry.item.answer_id, row["answer_id"]),
             domain=tag, dataset=entry.item.dataset, record=record, claim=claim,
-            located=located, scores=scores, call_id=call_id, features=values, row=row))
+            located=located, scores=scores, call_id=call_id, features=values, row=row,
+            vector=vector))
     data.model_calls = client.stats.made
     if todo and not data.items:
         raise FitRefused(
@@ -229,11 +242,14 @@ def load_items(
 
 
 async def _score_all(
-    strategy: ScoresStrategy, pairs: Sequence[tuple[AnswerRecord, Claim]]
-) -> list[tuple[list[Evidence], dict[str, float], str] | None]:
-    async def one(record: AnswerRecord, claim: Claim
-                  ) -> tuple[list[Evidence], dict[str, float], str] | None:
+    strategy: ScoresStrategy | ProbeStrategy, pairs: Sequence[tuple[AnswerRecord, Claim]]
+) -> list[tuple[list[Evidence], Any, str] | None]:
+    """Each claim's located evidence, stored scores (or vector) and call id; None: no
+    stored call for it."""
+    async def one(record: AnswerRecord, claim: Claim) -> tuple[list[Evidence], Any, str] | None:
         try:
+            if isinstance(strategy, ProbeStrategy):
+                return await strategy.vector(record, claim, None)
             return await strategy.score(record, claim, None)
         except (ReplayMiss, CallFailed):
             return None

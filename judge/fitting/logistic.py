@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 from calibration.stats import wilson_bounds
 from judge.config.score_model import ScoreModel
 from judge.decide.linear import decide_linear
+from judge.decide.probe_head import ProbeHead
 from judge.verdicts import LABELS
 
 #: The L2 strengths tried (the grid the embedded default's fit used).
@@ -46,26 +47,17 @@ def matrix(values: Features, names: Sequence[str]) -> np.ndarray:
     return np.array([[v[name] for name in names] for v in values], dtype=float)
 
 
-def fit(x: np.ndarray, y: np.ndarray, lam: float, names: Sequence[str],
-        prior: ScoreModel | None = None) -> ScoreModel:
-    """Class-balanced, L2-penalised multinomial logistic regression; weights in raw units.
-
-    Without ``prior`` the penalty pulls the weights toward 0; with it, toward the prior
-    rule's weights (in the same standardised units), so where the gold says little (a label
-    with few claims, a small domain) the fitted rule stays close to the current one."""
-    n, d = x.shape
+def fit_standardised(z: np.ndarray, y: np.ndarray, lam: float,
+                     center: np.ndarray | None = None, start: np.ndarray | None = None
+                     ) -> np.ndarray:
+    """Class-balanced, L2-penalised multinomial logistic regression on standardised features
+    ``z`` (n x d): the weights (d x labels) and, in the last row, the intercepts. The penalty
+    pulls the weights (not the intercepts) toward ``center`` (default 0)."""
+    n, d = z.shape
     k = len(LABELS)
-    mu, sd = x.mean(0), x.std(0)
-    sd[sd == 0] = 1.0
-    z = np.hstack([(x - mu) / sd, np.ones((n, 1))])
-    center = np.zeros((d, k))
-    start = np.zeros((d + 1) * k)
-    if prior is not None:
-        raw0 = np.array([[prior.weights.get(LABELS[c], {}).get(f, 0.0) for c in range(k)]
-                         for f in names], dtype=float).reshape(d, k)
-        center = raw0 * sd[:, None]
-        intercept0 = np.array([prior.intercept.get(label, 0.0) for label in LABELS])
-        start = np.vstack([center, intercept0 + (mu[:, None] * raw0).sum(0)]).ravel()
+    z1 = np.hstack([z, np.ones((n, 1))])
+    center = np.zeros((d, k)) if center is None else center
+    start = np.zeros((d + 1) * k) if start is None else start
     present = [c for c in range(k) if (y == c).any()]
     weight = np.array([1.0 / np.mean(y == c) if c in present else 0.0 for c in range(k)])[y]
     weight /= weight.mean()
@@ -73,17 +65,38 @@ def fit(x: np.ndarray, y: np.ndarray, lam: float, names: Sequence[str],
 
     def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
         w = flat.reshape(d + 1, k)
-        s = z @ w
+        s = z1 @ w
         s -= s.max(1, keepdims=True)
         p = np.exp(s)
         p /= p.sum(1, keepdims=True)
         off = w[:-1] - center
         value = -(weight * np.log(p[np.arange(n), y] + 1e-12)).sum() + lam * (off ** 2).sum()
-        grad = z.T @ ((p - onehot) * weight[:, None])
+        grad = z1.T @ ((p - onehot) * weight[:, None])
         grad[:-1] += 2 * lam * off
         return float(value), grad.ravel()
 
-    w = minimize(loss, start, jac=True, method="L-BFGS-B").x.reshape(d + 1, k)
+    return minimize(loss, start, jac=True, method="L-BFGS-B").x.reshape(d + 1, k)  # type: ignore[no-any-return]
+
+
+def fit(x: np.ndarray, y: np.ndarray, lam: float, names: Sequence[str],
+        prior: ScoreModel | None = None) -> ScoreModel:
+    """Class-balanced, L2-penalised multinomial logistic regression; weights in raw units.
+
+    Without ``prior`` the penalty pulls the weights toward 0; with it, toward the prior
+    rule's weights (in the same standardised units), so where the gold says little (a label
+    with few claims, a small domain) the fitted rule stays close to the current one."""
+    d = x.shape[1]
+    k = len(LABELS)
+    mu, sd = x.mean(0), x.std(0)
+    sd[sd == 0] = 1.0
+    center = start = None
+    if prior is not None:
+        raw0 = np.array([[prior.weights.get(LABELS[c], {}).get(f, 0.0) for c in range(k)]
+                         for f in names], dtype=float).reshape(d, k)
+        center = raw0 * sd[:, None]
+        intercept0 = np.array([prior.intercept.get(label, 0.0) for label in LABELS])
+        start = np.vstack([center, intercept0 + (mu[:, None] * raw0).sum(0)]).ravel()
+    w = fit_standardised((x - mu) / sd, y, lam, center, start)
     raw = w[:-1] / sd[:, None]
     intercept = w[-1] - (mu[:, None] * raw).sum(0)
     return ScoreModel(
@@ -155,7 +168,8 @@ def queue_threshold(pred: np.ndarray, p_s: np.ndarray, y: np.ndarray, recall: fl
 class Fitted:
     """A fitted rule and how it was chosen."""
 
-    model: ScoreModel
+    #: the linear rule (strategy ``scores``) or the head (strategy ``probe``)
+    model: ScoreModel | ProbeHead
     l2: float
     review_support_below: float
     features: tuple[str, ...]
@@ -164,13 +178,16 @@ class Fitted:
     cv_balanced_accuracy: dict[float, float]
     queue: dict[str, Any]
     shrunk_toward_current: bool = False
+    #: the L2 strengths tried (None: the linear rule's grid)
+    lambdas: tuple[float, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "features": list(self.features),
             "shrunk_toward_current": self.shrunk_toward_current,
-            "lambdas": list(PRIOR_LAMBDAS if self.shrunk_toward_current else LAMBDAS),
+            "lambdas": list(self.lambdas or (
+                PRIOR_LAMBDAS if self.shrunk_toward_current else LAMBDAS)),
             "folds": FOLDS,
             "cross_validated_balanced_log_loss": {
                 str(k): round(v, 4) for k, v in self.cv_balanced_log_loss.items()},
@@ -181,7 +198,9 @@ class Fitted:
             "queue_recall_out_of_fold": self.queue["queue_recall"],
             "queue_load_out_of_fold": self.queue["queue_load"],
             "queue_target_reached": self.queue["target_reached"],
-            "score_model": self.model.model_dump(),
+            **({"probe_head": {"about": self.model.about, "dim": self.model.dim}}
+               if isinstance(self.model, ProbeHead)
+               else {"score_model": self.model.model_dump()}),
         }
 
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from judge.config import JudgeConfig, judge_version
+from judge.config.probe import ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, FEATURES, DomainRule
+from judge.decide.probe_head import ProbeHead, canonical
 from judge.evaluation.gold import GoldFile
 from judge.fitting import FitError, FitRefused
 from judge.fitting.curve import learning_curve
@@ -27,7 +27,8 @@ from judge.fitting.evaluate import (
     verdicts_for,
 )
 from judge.fitting.items import FitData, FitItem, load_items
-from judge.fitting.logistic import Fitted, fit_rule
+from judge.fitting.logistic import Fitted
+from judge.fitting.rules import current_rule, fit_items_rule
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
@@ -138,17 +139,36 @@ def rule_features(config: JudgeConfig, domain: str | None) -> tuple[str, ...]:
     return tuple(name for name in FEATURES if name in used)
 
 
+def head_ref(head: ProbeHead) -> ProbeHeadRef:
+    """A fitted head's reference: a content-addressed file name, written beside the config
+    that pins it (:func:`write_config`)."""
+    sha256 = canonical(head)[1]
+    return ProbeHeadRef(file=f"probe-head-{sha256[:12]}.json", sha256=sha256)
+
+
 def candidate_config(baseline: JudgeConfig, fitted: Fitted, domain: str | None) -> JudgeConfig:
     """The baseline config with the fitted rule: the default rule replaced (no ``domain``),
     or the domain's rule added or replaced; everything else kept."""
     data = baseline.model_dump()
+    if isinstance(fitted.model, ProbeHead):
+        ref = head_ref(fitted.model).model_dump()
+        if domain is None:
+            data.update(probe_head=ref, review_support_below=fitted.review_support_below)
+        else:
+            rules = {name: rule.model_dump(exclude_none=True)
+                     for name, rule in baseline.domain_rules.items()}
+            rules[domain] = {"probe_head": ref,
+                             "review_support_below": fitted.review_support_below}
+            data["domain_rules"] = rules
+        return JudgeConfig.model_validate(data)
     if domain is None:
         data.update(score_model=fitted.model.model_dump(),
                     review_support_below=fitted.review_support_below)
         if baseline.score_model is None:  # a bias rule before: the linear rule replaces it
             data.update(label_bias={}, signals=False)
     else:
-        rules = {name: rule.model_dump() for name, rule in baseline.domain_rules.items()}
+        rules = {name: rule.model_dump(exclude_none=True)
+                 for name, rule in baseline.domain_rules.items()}
         rules[domain] = DomainRule(score_model=fitted.model,
                                    review_support_below=fitted.review_support_below).model_dump()
         data["domain_rules"] = rules
@@ -241,10 +261,9 @@ def fit_and_measure(
     minimum gold: :func:`fit_store` checks it first. ``toward_current``: the penalty shrinks
     the weights toward the rule that decides the domain now (else toward 0)."""
     names = rule_features(data.config, domain)
-    y = np.array([i.y for i in fit_items])
-    prior = data.config.rule_for(domain)[1].score_model if toward_current else None
-    fitted = fit_rule([i.features for i in fit_items], y, folds_of(fit_items, seed=seed), names,
-                      queue_recall, prior)
+    prior = current_rule(data.config, domain) if toward_current else None
+    fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
+                            prior)
     candidate = candidate_config(data.config, fitted, domain)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
@@ -302,6 +321,9 @@ def write_config(result: FitResult, path: Path, adopt: bool) -> bool:
                               + "; ".join(result.reasons) + "); nothing written")
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(result.fitted.model, ProbeHead):  # the head file the config pins, beside it
+        ref = head_ref(result.fitted.model)
+        (path.parent / ref.file).write_text(result.fitted.model.dumps(), encoding="utf-8")
     path.write_text(result.toml(), encoding="utf-8")
     result.output = str(path)
     return True

@@ -56,7 +56,10 @@ def config_toml(config: JudgeConfig, header: Sequence[str] = ()) -> str:
         prefix = f"judge.domain_rules.{_key(name)}"
         lines += ["", f"[{prefix}]",
                   f"review_support_below = {_value(rule['review_support_below'])}"]
-        lines += _score_model(prefix, rule["score_model"])
+        if "probe_head" in rule:
+            lines.append(f"probe_head = {_value(rule['probe_head'])}")
+        else:
+            lines += _score_model(prefix, rule["score_model"])
     text = "\n".join(lines) + "\n"
     _check(text, config)
     return text

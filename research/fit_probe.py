@@ -1,0 +1,136 @@
+"""Fit the ``probe`` strategy's head on the *tuning* split only, from stored calls (no model
+call), and report its grouped cross-validated figures per dataset.
+
+    python research/fit_probe.py --db out/probe.db --version VERSION \
+        [--gold research/tuning_subset.jsonl] [--first N] [--name NAME] \
+        [--head judge/config/heads/NAME.json] [--output research/reports/probe_tuning.json]
+
+VERSION is any ``probe`` judge version that judged the tuning claims (the vectors do not
+depend on the head, so a bootstrap head that scores every label alike collects them). The fit
+is :func:`judge.fitting.probe.fit_probe_rule`, what ``judge fit`` runs: class-balanced
+multinomial logistic regression on the standardised 1,536-number hidden states, the L2
+strength by 10-fold cross-validated balanced log-loss with folds grouped by source document or
+conversation (:func:`judge.fitting.items.group_of`: claims of one Factcheck-GPT response,
+one WiCE claim's article, one BEGIN or DialFact dialogue never sit on both sides of a fold),
+the review threshold from the out-of-fold verdicts for 90% queue recall with 95% confidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from calibration.stats import wilson_bounds  # noqa: E402
+from judge.decide.probe_head import ProbeHead, canonical  # noqa: E402
+from judge.evaluation.gold import load_gold  # noqa: E402
+from judge.fitting.items import FitItem, load_items  # noqa: E402
+from judge.fitting.logistic import balanced_accuracy  # noqa: E402
+from judge.fitting.probe import fit_probe_rule, head_out_of_fold  # noqa: E402
+from judge.fitting.split import folds_of  # noqa: E402
+from judge.store import Store  # noqa: E402
+from judge.verdicts import LABELS  # noqa: E402
+from research.fit_linear import first_items, shown_path  # noqa: E402
+
+
+def figures(y: np.ndarray, pred: np.ndarray, p_s: np.ndarray, threshold: float
+            ) -> dict[str, Any]:
+    """Balanced accuracy, recall per label, and the queue (label not supported, or
+    P(supported) below the threshold) against the human-rejected claims."""
+    review = (pred != 0) | (p_s < threshold)
+    rejected, accepted = y != 0, y == 0
+    out: dict[str, Any] = {
+        "n": int(len(y)),
+        "balanced_accuracy": round(balanced_accuracy(pred, y), 3),
+        "recall": {LABELS[k]: round(float((pred[y == k] == k).mean()), 3)
+                   for k in range(4) if (y == k).any()},
+        "queue_load": round(float(review.mean()), 3),
+    }
+    if rejected.any():
+        r = float(review[rejected].mean())
+        out["queue_recall"] = round(r, 3)
+        out["queue_recall_ci"] = [round(v, 3) for v in wilson_bounds(r, int(rejected.sum()))]
+    if accepted.any():
+        out["queue_false_alarm"] = round(float(review[accepted].mean()), 3)
+    return out
+
+
+def per_dataset(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: np.ndarray,
+                threshold: float) -> dict[str, Any]:
+    out = {}
+    for ds in sorted({i.dataset or "-" for i in items}):
+        idx = np.array([k for k, i in enumerate(items) if (i.dataset or "-") == ds])
+        out[ds] = figures(y[idx], pred[idx], p_s[idx], threshold)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--version", required=True, help="a probe judge version of the run")
+    parser.add_argument("--gold", type=Path, default=ROOT / "tuning_subset.jsonl")
+    parser.add_argument("--first", type=int, help="fit on the first N items of --gold only")
+    parser.add_argument("--queue-recall", type=float, default=0.9)
+    parser.add_argument("--name", default="probe-head")
+    parser.add_argument("--head", type=Path, help="write the fitted head file here")
+    parser.add_argument("--output", type=Path, help="write the report here")
+    args = parser.parse_args(argv)
+    store = Store.open(args.db)
+    gold = first_items(load_gold(args.gold), args.first)
+    data = load_items(store, gold, args.version)
+    items = data.items
+    x = np.vstack([np.asarray(i.vector, dtype=np.float64) for i in items])
+    y = np.array([i.y for i in items])
+    fold = folds_of(items)
+    about = {
+        "name": args.name,
+        "model": data.config.model,
+        "prompt": f"probe_claim/{data.config.prompts['probe_claim']}",
+        "vectors_from": data.version,
+        "fitted_on": {"gold": shown_path(args.gold), "gold_sha256": gold.sha256,
+                      "first": args.first, "labels": data.labels(),
+                      "datasets": {ds: sum(1 for i in items if i.dataset == ds)
+                                   for ds in sorted({i.dataset or "-" for i in items})}},
+        "fit": "research/fit_probe.py (judge.fitting.probe.fit_probe_rule), 10-fold CV "
+               "grouped by source document or conversation",
+    }
+    fitted = fit_probe_rule(x, y, fold, args.queue_recall, about=about)
+    head = fitted.model
+    assert isinstance(head, ProbeHead)
+    pred, probs = head_out_of_fold(x, y, fold, fitted.l2)
+    threshold = fitted.review_support_below
+    cv = figures(y, pred, probs[:, 0], threshold)
+    head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
+                               {**head.about, "cross_validated": cv}))[0]
+    report = {
+        "gold": shown_path(args.gold), "version": data.version, "n": len(items),
+        "l2": fitted.l2, "review_support_below": threshold,
+        "cross_validated_balanced_log_loss": {
+            str(k): round(v, 4) for k, v in fitted.cv_balanced_log_loss.items()},
+        "cross_validated_balanced_accuracy": {
+            str(k): round(v, 3) for k, v in fitted.cv_balanced_accuracy.items()},
+        "cross_validated": cv,
+        "cross_validated_per_dataset": per_dataset(items, y, pred, probs[:, 0], threshold),
+        "skipped": dict(data.skipped),
+        "model_calls": data.model_calls,
+    }
+    if args.head:
+        args.head.parent.mkdir(parents=True, exist_ok=True)
+        args.head.write_text(head.dumps(), encoding="utf-8")
+        report["head"] = {"file": shown_path(args.head), "sha256": canonical(head)[1]}
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    print(text)
+    if args.output:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

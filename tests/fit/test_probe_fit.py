@@ -1,0 +1,163 @@
+"""``judge fit`` for strategy ``probe``: a head learnt from the stored hidden-state vectors
+with zero model calls, written beside the candidate config (content-addressed, pinned by
+sha256), measured on held-out claims, and a domain's head shrunk toward the default one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from judge.api import eval_gold, fit
+from judge.config import JudgeConfig
+from judge.decide.probe_head import ProbeHead, load_head
+from judge.fitting.probe import PRIOR_HEAD_LAMBDAS, fit_head, fit_probe_rule
+from judge.store import Store
+from judge.verdicts import LABELS
+from tests.fakes import FakeLLM, install
+from tests.fit.synthetic import gold_items, write_gold
+
+DIM = 12
+
+
+def signal_vectors(items: list[dict[str, Any]], seed: int = 0, flip_every: int = 5
+                   ) -> dict[str, list[float]]:
+    """Claim -> a vector whose first four numbers point at the gold label (every
+    ``flip_every``-th claim points at the wrong one), plus noise: a head can learn it."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k, item in enumerate(items):
+        label = LABELS.index(item["label"])
+        if flip_every and k % flip_every == 0:
+            label = (label + 2) % 4
+        v = rng.normal(0, 0.5, DIM)
+        v[label] += 2.0
+        out[item["claim"]] = [float(x) for x in v]
+    return out
+
+
+def install_vectors(table: dict[str, list[float]]) -> FakeLLM:
+    def embed(text: str) -> list[float]:
+        claim = text.split("Claim: ", 1)[-1].split("\n", 1)[0]
+        return table.get(claim, [0.0] * DIM)
+
+    return install(FakeLLM(embedder=embed))
+
+
+def head_file(folder: Path, head: ProbeHead, name: str) -> dict[str, str]:
+    path = folder / name
+    path.write_text(head.dumps(), encoding="utf-8")
+    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def says_supported(dim: int = DIM) -> ProbeHead:
+    """The current head of the synthetic team: every claim supported."""
+    intercept = np.array([1.0 if label == "supported" else 0.0 for label in LABELS])
+    return ProbeHead(tuple(LABELS), np.zeros(dim), np.ones(dim), np.zeros((4, dim)), intercept)
+
+
+def probe_toml(folder: Path, ref: dict[str, str]) -> Path:
+    path = folder / "current.toml"
+    path.write_text('[judge]\nmodel = "fake/judge-model"\nstrategy = "probe"\n'
+                    'prompts = { split_claims = "v1", probe_claim = "v1" }\n'
+                    f'probe_head = {{ file = "{ref["file"]}", sha256 = "{ref["sha256"]}" }}\n',
+                    encoding="utf-8")
+    return path
+
+
+def test_a_fitted_head_reads_the_signal_and_shrinks_toward_a_prior() -> None:
+    rng = np.random.default_rng(1)
+    y = np.arange(200) % 4
+    x = rng.normal(0, 0.5, (200, DIM))
+    x[np.arange(200), y] += 2.0
+    head = fit_head(x, y, 10.0)
+    probs = head.probabilities(x)
+    pred = np.array([LABELS.index(head.labels[i]) for i in probs.argmax(1)])
+    assert (pred == y).mean() > 0.9
+    # a very strong penalty toward a prior keeps the prior's weights
+    prior = fit_head(x, y, 10.0)
+    flipped = (y + 1) % 4
+    kept = fit_head(x[:40], flipped[:40], 1e7, prior)
+    assert np.allclose(kept.coef, prior.coef, atol=1e-3)
+    learnt = fit_head(x[:40], flipped[:40], 1.0, prior)
+    assert not np.allclose(learnt.coef, prior.coef, atol=1e-2)
+    fitted = fit_probe_rule(x[:40], flipped[:40], [k % 5 for k in range(40)], prior=prior)
+    assert fitted.shrunk_toward_current and set(fitted.cv_balanced_log_loss) == set(
+        PRIOR_HEAD_LAMBDAS)
+
+
+@pytest.fixture
+def judged(tmp_path: Path) -> dict[str, Any]:
+    items = gold_items(100)
+    fake = install_vectors(signal_vectors(items))
+    gold = write_gold(tmp_path / "gold.jsonl", items)
+    config = probe_toml(tmp_path, head_file(tmp_path, says_supported(), "current-head.json"))
+    result = eval_gold(gold, config=config, db=tmp_path / "judge.db")
+    assert result.summary.model_calls == 100
+    fake.calls.clear()
+    return {"gold": gold, "config": config, "fake": fake, "db": tmp_path / "judge.db",
+            "version": result.summary.judge_version, "items": items}
+
+
+def test_fit_learns_a_head_from_stored_vectors_with_zero_calls(
+    judged: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "fitted" / "new.toml"
+    result = fit(judged["gold"], db=judged["db"], output=out)
+    data = result.to_dict()
+    assert judged["fake"].calls == [] and data["model_calls"] == 0
+    assert data["baseline_version"] == judged["version"] != data["judge_version"]
+    h = data["holdout"]
+    assert h["balanced_accuracy"]["baseline"]["value"] == 0.25
+    assert h["balanced_accuracy"]["candidate"]["value"] >= 0.7
+    assert data["recommend_adopt"] is True
+    assert data["fit"]["probe_head"]["dim"] == DIM
+    # the head file lies beside the config, named by its content, pinned by its sha256
+    config = JudgeConfig.load(out)
+    assert config.probe_head is not None
+    path = Path(config.probe_head.file)
+    assert path.parent == out.parent and path.is_file()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == config.probe_head.sha256
+    assert load_head(str(path), config.probe_head.sha256).dim == DIM
+    # the fitted config judges the same claims from the stored vectors
+    again = eval_gold(judged["gold"], config=out, db=judged["db"])
+    assert judged["fake"].calls == [] and again.summary.model_calls == 0
+    assert again.summary.judge_version == data["judge_version"]
+    assert again.outcome.report.balanced_accuracy.value >= 0.7
+
+
+def test_a_domain_head_moves_that_domain_and_keeps_the_rest(
+    judged: dict[str, Any], tmp_path: Path
+) -> None:
+    # the default head first, fitted on every claim
+    base = tmp_path / "base.toml"
+    fit(judged["gold"], db=judged["db"], output=base, holdout=0.0)
+    # a team whose domain reads the vectors differently: 100 reviewed claims of its own
+    team = gold_items(100, "legal", start=100)
+    table = signal_vectors(team, seed=3, flip_every=0)
+    for item in team:  # the domain's signal sits on other numbers
+        table[item["claim"]] = list(np.roll(table[item["claim"]], 4))
+    install_vectors({**signal_vectors(judged["items"]), **table})
+    gold = write_gold(tmp_path / "team.jsonl", team)
+    before = eval_gold(gold, config=base, db=judged["db"])
+    result = fit(gold, db=judged["db"], output=tmp_path / "team.toml", domain="legal")
+    data = result.to_dict()
+    assert data["fit"]["shrunk_toward_current"] is True and data["model_calls"] == 0
+    h = data["holdout"]
+    assert h["balanced_accuracy"]["candidate"]["value"] > h["balanced_accuracy"][
+        "baseline"]["value"] + 0.2
+    config = JudgeConfig.load(tmp_path / "team.toml")
+    assert set(config.domain_rules) == {"legal"}
+    assert config.probe_head == JudgeConfig.load(base).probe_head  # the default head kept
+    after = eval_gold(gold, config=tmp_path / "team.toml", db=judged["db"])
+    assert after.summary.model_calls == 0
+    assert after.outcome.report.balanced_accuracy.value > \
+        before.outcome.report.balanced_accuracy.value
+    rules = {r["rule"] for r in Store.open(judged["db"]).verdict_rows(
+        judge_version=after.summary.judge_version)}
+    assert rules == {"legal"}
+    json.dumps(data)  # the report is JSON
