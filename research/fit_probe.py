@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,9 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     x = np.vstack([np.asarray(i.vector, dtype=np.float64) for i in items])
     y = np.array([i.y for i in items])
     fold = folds_of(items)
+    from judge.models.embedded import ENV_GGUF, MODEL_SHA256
+
+    packaged = data.config.model.startswith("embedded/") and not os.environ.get(ENV_GGUF)
     about = {
         "name": args.name,
         "model": data.config.model,
+        **({"gguf_sha256": MODEL_SHA256} if packaged else {}),
         "prompt": f"probe_claim/{data.config.prompts['probe_claim']}",
         "vectors_from": data.version,
         "fitted_on": {"gold": shown_path(args.gold), "gold_sha256": gold.sha256,

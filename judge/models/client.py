@@ -115,6 +115,18 @@ class CallStats:
     model_mismatch: set[str] = field(default_factory=set)
 
 
+class _Zero(int):
+    """0 that is true: litellm's OpenAI embedding path takes ``max_retries or its default``,
+    so a plain 0 would let the SDK retry twice behind this client's back."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+#: ``max_retries`` for litellm's embedding calls: no retry by the provider SDK.
+NO_SDK_RETRIES = _Zero(0)
+
+
 @cache
 def response_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A response model's JSON schema (built once per model)."""
@@ -474,9 +486,11 @@ class ModelClient:
         async def send() -> Any:
             attempts.start()
             try:
+                # the provider SDK must not retry on its own: this client is the one retry
+                # layer (see NO_SDK_RETRIES)
                 response = await litellm.aembedding(
                     model=self.config.model, input=[text], timeout=self.config.timeout_s,
-                    **self.endpoint())
+                    max_retries=NO_SDK_RETRIES, **self.endpoint())
             except Exception as exc:
                 attempts.error(exc)
                 raise

@@ -1,6 +1,7 @@
 """A real OpenAI-compatible chat endpoint on 127.0.0.1 for tests, with switchable faults.
 
-It answers ``POST /v1/chat/completions`` over real HTTP (a stdlib threading server), with the
+It answers ``POST /v1/chat/completions`` (and ``POST /v1/embeddings``, strategy probe) over
+real HTTP (a stdlib threading server), with the
 same transparent rule as :func:`tests.fakes.rule_responder` (one claim per answer sentence; a
 claim is ``supported`` with itself as the quote when it occurs verbatim in a source), so the
 product's litellm path (``openai/<name>`` with ``api_base``) is exercised end to end. Every
@@ -18,6 +19,7 @@ answers resume::
         server.fault("logprobs", top={"A": 0.5, "B": -1}) # impossible log-probabilities
         server.fault("drop", keep=1)                      # the split (or judge) keeps 1 claim
         server.fault("conflict")                          # every claim judged twice, differently
+        server.fault("vector", vector=[float("nan")])     # /v1/embeddings: this vector instead
         # a fault can be limited to one kind of call: split, verify, judge, label, choice
         server.fault("content", content='{"claims": []}', only="split")
         # times=0: until cleared (an outage)
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes import CHOICE, Reply, rule_responder
+from tests.fakes import CHOICE, Reply, claim_in_evidence_vector, rule_responder
 
 Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
 
@@ -66,6 +68,7 @@ class Fault:
     model: str | None = None
     top: dict[str, float] = field(default_factory=dict)
     keep: int = 1
+    vector: list[float] = field(default_factory=list)
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -135,6 +138,9 @@ class OpenAIServer:
                 if self.path.startswith("/_clear"):
                     server.clear()
                     self._send(200, {"ok": True})
+                    return
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    server._serve_embeddings(self, body)
                     return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
@@ -235,6 +241,39 @@ class OpenAIServer:
             return
         reply = self._answer(schema, messages, fault)
         handler._send(200, self._completion(body, reply))
+
+    def _serve_embeddings(self, handler: Any, body: dict[str, Any]) -> None:
+        """``POST /v1/embeddings`` (strategy probe): each input's vector from
+        :func:`tests.fakes.claim_in_evidence_vector`; faults: status, hang, malformed, and
+        ``vector`` (this vector instead, e.g. with NaN or of another length)."""
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        fault = self._take_fault("embed")
+        with self.lock:
+            self.requests.append({"kind": "embed", "model": body.get("model"),
+                                  "time": time.time(), "fault": fault.kind if fault else None,
+                                  "body": body})
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        if fault is not None and fault.kind in ("status", "hang", "malformed"):
+            if fault.kind == "status":
+                handler._send(fault.status, {"error": {"message": f"injected {fault.status}",
+                                                       "type": "server_error"}})
+            elif fault.kind == "hang":
+                time.sleep(fault.seconds)
+                handler._send(504, {"error": {"message": "hung"}})
+            else:
+                handler._send(200, None, raw=b'{"object": "list", "data": [ {"embedding": ')
+            return
+        data = [{"object": "embedding", "index": k,
+                 "embedding": list(fault.vector) if fault is not None and fault.kind == "vector"
+                 else claim_in_evidence_vector(str(text))}
+                for k, text in enumerate(inputs)]
+        tokens = sum(len(str(t)) for t in inputs) // 4
+        handler._send(200, {"object": "list", "data": data,
+                            "model": (fault.model if fault is not None and fault.model else None)
+                            or self.model or body.get("model"),
+                            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     def _answer(self, schema: str, messages: list[dict[str, Any]], fault: Fault | None) -> Reply:
         if fault is not None and fault.kind == "content":
