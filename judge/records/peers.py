@@ -5,8 +5,9 @@ optional ``reference``; also the older ``question`` / ``answer`` / ``contexts`` 
 ``retrieval_context``, optional ``expected_output`` and ``name``).
 
 Each retrieved context becomes a text source ``C1``, ``C2``, ... in order. Their answers carry
-no citation markers, so every claim is judged against all the contexts and flagged
-``missing_citation`` for review. A row's ``id`` (DeepEval: ``name``) becomes the answer id;
+no citation markers: such a row means "all the contexts are the sources of every sentence", so
+the record says ``uncited = "all_sources"`` and every claim cites every context (it is judged
+against all of them, and goes to review for what the judge finds, not for a missing citation). A row's ``id`` (DeepEval: ``name``) becomes the answer id;
 without one the record's content hash does.
 
 Files: JSONL (one object per line), a JSON array, or (RAGAS) CSV whose list columns hold a
@@ -116,6 +117,7 @@ def peer_to_record(row: Any, fmt: str, where: str) -> dict[str, Any]:
     record: dict[str, Any] = {
         "answer": answer,
         "sources": [{"id": f"C{i}", "text": text} for i, text in enumerate(contexts, start=1)],
+        "uncited": "all_sources",
     }
     question, reference, ident = _pick(row, q_keys), _pick(row, r_keys), _pick(row, id_keys)
     if isinstance(question, str) and question.strip():

@@ -70,6 +70,29 @@ def test_ragas_jsonl_and_csv_round_trip(tmp_path: Path, fake_llm: FakeLLM,
     store.close()
 
 
+def test_peer_rows_cite_all_their_contexts_so_supported_claims_need_no_review(
+    tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig,
+) -> None:
+    rows = [{"user_input": "What do 401 and 403 mean?", "retrieved_contexts": CONTEXTS,
+             "response": "HTTP 401 means the request is unauthenticated. "
+                         "HTTP 403 means the server is on fire."}]
+    src = tmp_path / "ragas.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    records = judge.read_dataset(src, "ragas")
+    assert records[0]["uncited"] == "all_sources"
+    result = judge.judge_answers(records, config=config, db=tmp_path / "j.db")
+    verdicts = result[0].verdicts
+    assert [v.label for v in verdicts] == ["supported", "not_in_source"]
+    supported, unsupported = verdicts
+    # the supported claim cites every context, its quote is found: nothing to review
+    assert supported.evidence and not supported.review, supported.review_reasons
+    assert unsupported.review and "missing_citation" not in unsupported.review_reasons
+    # the same answer as a plain JSONL record without the setting still asks for citations
+    plain = {k: v for k, v in records[0].items() if k != "uncited"}
+    again = judge.judge_answers([plain], config=config, db=tmp_path / "k.db")
+    assert all("missing_citation" in v.review_reasons for v in again[0].verdicts)
+
+
 def test_deepeval_json_round_trip_and_bad_rows_named(tmp_path: Path, fake_llm: FakeLLM,
                                                      config: JudgeConfig) -> None:
     # the form EvaluationDataset.save_as(file_type="json") writes
