@@ -118,6 +118,32 @@ def test_deepeval_json_round_trip_and_bad_rows_named(tmp_path: Path, fake_llm: F
         judge.read_dataset(bad, "deepeval")
 
 
+DEEPEVAL_FILES = Path(__file__).resolve().parents[1] / "data" / "deepeval"
+
+
+@pytest.mark.parametrize("kind", ["goldens", "test_cases"])
+def test_deepeval_files_written_by_deepeval_read_alike_in_json_jsonl_and_csv(kind: str) -> None:
+    # written by DeepEval's own EvaluationDataset.save_as (tests/data/deepeval/make_fixtures.py;
+    # the version in VERSION): JSONL and CSV join retrieval_context with "|"
+    assert (DEEPEVAL_FILES / "VERSION").read_text().startswith("deepeval ")
+    assert "|" in (DEEPEVAL_FILES / f"{kind}.jsonl").read_text(encoding="utf-8")
+    read = {ext: judge.read_dataset(DEEPEVAL_FILES / f"{kind}.{ext}", "deepeval")
+            for ext in ("json", "jsonl", "csv")}
+    assert read["json"] == read["jsonl"] == read["csv"]
+    first = read["json"][0]
+    assert first["id"] == "golden-401" and first["reference"] == "Unauthenticated."
+    assert [s["text"] for s in first["sources"]] == CONTEXTS
+    if kind == "goldens":
+        assert [s["text"] for s in read["json"][1]["sources"]] == [
+            "403 表示權限不足，重試無效。", "401 表示未認證。"]
+    else:  # a RetrievedContextData: its text, titled with its source
+        case = read["json"][1]
+        assert "id" not in case and case["question"] == "Should I retry a 403?"
+        assert case["sources"] == [
+            {"id": "C1", "text": CONTEXTS[1], "title": "rfc9110.txt"},
+            {"id": "C2", "text": CONTEXTS[0]}]
+
+
 def test_a_record_without_reference_keeps_its_content_hash() -> None:
     record = judge.AnswerRecord.model_validate({"answer": "x", "sources": [{"id": "S", "text": "y"}]})
     assert "reference" not in record.model_dump(mode="json", by_alias=True)
