@@ -288,3 +288,26 @@ def test_json_path_values_are_text_in_checks_and_exports(tmp_path: Path, fake_ll
               if c["name"] == "json_path_resolves"]
     assert values and all(isinstance(v, str) for v in values) and "120" in values
     store.close()
+
+
+def test_argilla_reveal_suggests_label_and_subtype_and_empty_questions_are_left_out(
+    tmp_path: Path,
+) -> None:
+    from judge.review.annotation_tools import argilla_settings
+
+    store, queue_id, _ = _queue(tmp_path)
+    settings = argilla_settings()
+    assert {"question", "citations"} <= set(settings["optional_fields"])
+    blind = list(argilla_records(store, queue_id))
+    revealed = list(argilla_records(store, queue_id, reveal=True))
+    # the known store's answers have no question: Argilla would refuse "" for a required field
+    assert all("question" not in r["fields"] for r in blind + revealed)
+    assert all(set(settings["fields"]) - set(settings["optional_fields"]) <= set(r["fields"])
+               for r in revealed)
+    with_subtype = [r for r in revealed if "subtype" in r["suggestions"]]
+    assert with_subtype, "the known store has misattributed claims"
+    for r in with_subtype:
+        assert r["suggestions"]["label"]["value"] != "supported"
+        assert r["suggestions"]["subtype"]["agent"] == r["suggestions"]["label"]["agent"]
+    assert "misattribution" in {r["suggestions"]["subtype"]["value"] for r in with_subtype}
+    store.close()
