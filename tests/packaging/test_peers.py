@@ -53,9 +53,9 @@ def _pip(python: Path, *args: str, timeout: float = 900) -> subprocess.Completed
                           stdin=subprocess.DEVNULL)
 
 
-def _requirements(wheel: Path) -> list[Requirement]:
+def _requirements(path: Path) -> list[Requirement]:
     """The wheel's runtime requirements (no extras), names normalised like :func:`_freeze`."""
-    with zipfile.ZipFile(wheel) as zf:
+    with zipfile.ZipFile(path) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode("utf-8")
     out = []
