@@ -7,8 +7,9 @@ optional ``reference``; also the older ``question`` / ``answer`` / ``contexts`` 
 Each retrieved context becomes a text source ``C1``, ``C2``, ... in order. Their answers carry
 no citation markers: such a row means "all the contexts are the sources of every sentence", so
 the record says ``uncited = "all_sources"`` and every claim cites every context (it is judged
-against all of them, and goes to review for what the judge finds, not for a missing citation). A row's ``id`` (DeepEval: ``name``) becomes the answer id;
-without one the record's content hash does.
+against all of them, and goes to review for what the judge finds, not for a missing
+citation). A row's ``id`` (DeepEval: ``name``) becomes the answer id; without one the record's
+content hash does.
 
 Files: JSONL (one object per line), a JSON array, or CSV. RAGAS CSV list columns hold a JSON
 or Python list, as ``EvaluationDataset.to_csv`` writes them. DeepEval's ``save_as`` (goldens,
