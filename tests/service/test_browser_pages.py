@@ -164,3 +164,38 @@ def test_label_bar_leaves_claim_question_and_answer_in_view_and_note_says_when_r
             browser.close()
     if not os.environ.get("CLAIM_JUDGE_SCREENSHOTS"):
         shutil.rmtree(shots, ignore_errors=True)
+
+
+def test_report_filter_and_contents_work_in_a_real_browser(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from calibration.render import navigable
+
+    rows = "".join(f"<tr><td>claim {k} {'lenient' if k % 3 else 'strict'}</td></tr>"
+                   for k in range(120))
+    page_html = navigable(
+        '<!doctype html><html><head><meta charset="utf-8"></head><body><h1>r</h1>'
+        "<h2>Summary</h2><p>x</p><h2 id=\"misjudged\">Claims the judge got wrong</h2>"
+        f'<table id="misjudged-claims"><tr><th>claim</th></tr>{rows}</table></body></html>')
+    path = tmp_path / "report.html"
+    path.write_text(page_html, encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 800})
+            page.goto(path.as_uri())
+            section = page.locator("details#misjudged")
+            assert not section.evaluate("d => d.open")  # 121 rows: folded
+            page.click("nav.contents a[href='#misjudged']")
+            assert section.evaluate("d => d.open")  # the contents link unfolds it
+            box = page.locator("input.filter")
+            assert box.is_visible()
+            box.fill("strict")
+            visible = page.evaluate("Array.from(document.querySelectorAll("
+                                    "'#misjudged-claims tr')).slice(1).filter(r => !r.hidden)"
+                                    ".length")
+            assert visible == 40
+            assert page.inner_text("#misjudged-claims-shown") == "40 of 120 shown"
+        finally:
+            browser.close()
