@@ -492,8 +492,11 @@ def navigable(page: str) -> str:
             if marker in body:
                 rows = body.count("<tr", body.index(marker)) - 1
                 body = body.replace(marker, _filter_box(table_id, rows) + marker, 1)
-        opened = " open" if body.count("<tr") <= COLLAPSE_ROWS else ""
-        rows_note = "" if opened else f' data-rows="{body.count("<tr")}"'
+        # rows in folded dataset blocks do not count: the section lists the datasets open
+        shown_rows = re.sub(r'<details class="dataset">.*?</details>', "", body,
+                            flags=re.S).count("<tr")
+        opened = " open" if shown_rows <= COLLAPSE_ROWS else ""
+        rows_note = "" if opened else f' data-rows="{shown_rows}"'
         page = (page[:m.start()]
                 + f'{_SECTION_START} id="{ident}"{opened}{rows_note}><summary>'
                   f'<h2{attrs}>{m["title"]}</h2></summary>'

@@ -57,6 +57,7 @@ def test_report_has_contents_collapsible_sections_and_collapsed_datasets() -> No
     for ident in targets:
         assert f'<details class="section" id="{ident}"' in html
     assert html.count('<details class="dataset">') == 2
+    assert re.search(r'<details class="section" id="per-dataset" open>', html)  # lists them
     assert "<summary><h3>Dataset dialfact</h3></summary>" in html
     assert navigable(html) == html  # idempotent
 
