@@ -12,6 +12,7 @@ read as well as English ones.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 from markupsafe import Markup, escape
@@ -21,6 +22,14 @@ from calibration.results import Estimate
 FONT = ("system-ui,-apple-system,'Segoe UI','Noto Sans CJK TC','Noto Sans CJK SC',"
         "'PingFang TC','Microsoft JhengHei',sans-serif")
 _BLUE = (31, 95, 191)
+
+
+def text_width(text: object, size: float = 12) -> float:
+    """A generous estimate of the drawn width of ``text`` in pixels (no font metrics in
+    SVG without a browser): wide (CJK) characters one em, others 0.62 em, so labels are
+    given room enough and never cut at the chart's edge."""
+    return sum(size if unicodedata.east_asian_width(ch) in "WF" else 0.62 * size
+               for ch in str(text))
 
 
 def _ok(x: float | None) -> bool:
@@ -49,8 +58,13 @@ def heatmap(table: Mapping[str, Mapping[str, int]], rows: Sequence[str], cols: S
             row_title: str, col_title: str, title: str) -> Markup:
     """Counts as a grid of cells shaded by their share of the row; the diagonal (agreement)
     outlined."""
-    cell, left, top = 64, 130, 64
-    width, height = left + cell * len(cols) + 10, top + cell * len(rows) + 10
+    cell, top = 64, 64
+    left = max(90, round(max((text_width(r.replace("_", " ")) for r in rows), default=0) + 16),
+               round(text_width(f"{row_title} ↓", 12) + 16))
+    # column labels are turned 20°: the last one reaches past its cell
+    spill = max((text_width(c.replace("_", " ")) * 0.47 for c in cols), default=0)
+    width = left + cell * len(cols) + max(10, round(spill - cell / 2 + 10))
+    height = top + cell * len(rows) + 10
     body = [_text(left + cell * len(cols) / 2, 14, f"{col_title} →", "middle",
                   'font-weight="600"'),
             _text(8, top - 8, f"{row_title} ↓", extra='font-weight="600"')]
@@ -79,8 +93,12 @@ def heatmap(table: Mapping[str, Mapping[str, int]], rows: Sequence[str], cols: S
 def interval_bars(estimates: Mapping[str, Estimate], title: str) -> Markup:
     """One bar per estimate on 0..100% with its interval as a whisker; undefined ones are
     labelled so."""
-    row, left, scale = 26, 150, 300
-    width, height = left + scale + 70, 30 + row * len(estimates)
+    row, scale = 26, 300
+    left = max(60, round(max((text_width(n.replace("_", " ")) for n in estimates),
+                             default=0) + 12))
+    values = [f"{100 * e.value:.0f}% n={e.n}" for e in estimates.values() if _ok(e.value)]
+    right = max(40, round(max((text_width(v) for v in values), default=0) + 16))
+    width, height = left + scale + right, 30 + row * len(estimates)
     body = [_text(left + x * scale, 16, f"{round(x * 100)}%", "middle", 'fill="#666"')
             for x in (0.0, 0.5, 1.0)]
     for i, (name, e) in enumerate(estimates.items()):
@@ -147,7 +165,9 @@ def curve(points: Sequence[tuple[float, float, str]], configured: tuple[float, f
         body.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="6" fill="#b3261e" class="configured">'
                     f"<title>configured: load {100 * configured[0]:.0f}%, recall "
                     f"{100 * configured[1]:.0f}%</title></circle>")
-        body.append(_text(px + 8, py - 6, "configured", extra='fill="#b3261e"'))
+        label_right = px + 8 + text_width("configured") > left + size + 20
+        body.append(_text(px - 8 if label_right else px + 8, py - 6, "configured",
+                          "end" if label_right else "start", 'fill="#b3261e"'))
     return _svg(left + size + 20, top + size + 40, title, body)
 
 

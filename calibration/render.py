@@ -9,6 +9,7 @@ escaped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -356,9 +357,9 @@ def render_calibration_html(report: CalibrationReport) -> str:
             ("queue load", w.queue_load),
             ("accuracy", w.accuracy),
         ]
-    return _env.get_template("calibration").render(
+    return navigable(_env.get_template("calibration").render(
         r=report, weighted_rows=weighted_rows, conf=_conf(report.confidence)
-    )
+    ))
 
 
 def render_drift_html(
@@ -373,7 +374,146 @@ def render_drift_html(
         ("Stuart–Maxwell (marginal homogeneity)", report.stuart_maxwell),
         ("Bowker (symmetry)", report.bowker),
     ]
-    return _env.get_template("drift").render(
+    return navigable(_env.get_template("drift").render(
         r=report, tests=tests, violations=None if violations is None else list(violations),
         conf=_conf(report.confidence), claims=dict(claims or {}),
-    )
+    ))
+
+
+# --------------------------------------------------------------------------- navigation
+
+#: sections with more table rows than this start collapsed
+COLLAPSE_ROWS = 40
+#: tables whose rows get a text filter: the misjudged claims, the flipped claims
+FILTERED_TABLES = ("misjudged-claims", "flipped")
+
+_NAV_CSS = """
+nav.contents{background:#f7f7f9;border:1px solid #ddd;padding:.5rem 1rem;margin:1rem 0}
+nav.contents ol{margin:.25rem 0;padding-left:1.5rem;columns:2}
+details.section>summary{cursor:pointer;list-style-position:outside}
+details.section>summary>h2{display:inline-block;border:0;margin:1.25rem 0 .25rem}
+details.section{border-bottom:1px solid #ddd}
+details.dataset>summary{cursor:pointer}details.dataset>summary>h3{display:inline-block}
+input.filter{font:inherit;padding:.3rem .5rem;width:min(32rem,100%);margin:.25rem 0}
+"""
+
+# A fixed script (no data in it): the text filter, and opening a collapsed section when the
+# contents list (or a link) points into it. The page reads in full without it.
+REPORT_SCRIPT = """
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("input.filter").forEach(function (box) {
+    var table = document.getElementById(box.dataset.table);
+    var count = document.getElementById(box.dataset.table + "-shown");
+    box.hidden = false;
+    box.addEventListener("input", function () {
+      var q = box.value.trim().toLowerCase(), shown = 0;
+      for (var i = 1; i < table.rows.length; i++) {
+        var hit = !q || table.rows[i].textContent.toLowerCase().indexOf(q) >= 0;
+        table.rows[i].hidden = !hit;
+        if (hit) { shown++; }
+      }
+      count.textContent = q ? shown + " of " + (table.rows.length - 1) + " shown" : "";
+    });
+  });
+  function reveal() {
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") { node.open = true; }
+    }
+  }
+  window.addEventListener("hashchange", reveal);
+  reveal();
+});
+"""
+
+_H2 = re.compile(r"<h2(?P<attrs>[^>]*)>(?P<title>.*?)</h2>", re.S)
+_ID = re.compile(r'\bid="([^"]*)"')
+_TAGS = re.compile(r"<[^>]+>")
+_NAV_BLOCK = re.compile(r'<nav class="contents">.*?</nav>\n?', re.S)
+_SECTION_START = '<details class="section"'
+
+
+def _slug(title: str, taken: set[str]) -> str:
+    base = re.sub(r"[^0-9a-z]+", "-", _TAGS.sub("", title).lower()).strip("-") or "section"
+    slug, k = base, 2
+    while slug in taken:
+        slug, k = f"{base}-{k}", k + 1
+    taken.add(slug)
+    return slug
+
+
+def _filter_box(table_id: str, rows: int) -> str:
+    return (f'<p><input type="search" class="filter" data-table="{table_id}" hidden '
+            f'placeholder="Filter these {rows} rows by claim text, id, label or rationale" '
+            f'aria-label="Filter the rows of this table"> '
+            f'<span class="muted" id="{table_id}-shown"></span></p>\n')
+
+
+def _datasets(section: str) -> str:
+    """Each ``<h3>Dataset ...</h3>`` block of the per-dataset section as a collapsed
+    ``<details>``."""
+    parts = re.split(r"(?=<h3>Dataset )", section)
+    if len(parts) < 2:
+        return section
+    out = [parts[0]]
+    for part in parts[1:]:
+        end = part.index("</h3>") + len("</h3>")
+        out.append(f'<details class="dataset"><summary>{part[:end]}</summary>'
+                   f"{part[end:]}</details>\n")
+    return "".join(out)
+
+
+def navigable(page: str) -> str:
+    """A report page made navigable: each ``<h2>`` section collapsible (``<details>``; open
+    unless it holds more than :data:`COLLAPSE_ROWS` table rows), the per-dataset blocks
+    collapsed, a contents list at the top (with row counts of the long sections), and a text
+    filter above the long claim tables. Safe to call again after sections were added: the
+    contents list is rebuilt and only unwrapped sections are wrapped."""
+    page = _NAV_BLOCK.sub("", page)
+    taken = set(_ID.findall(page))
+    # wrap the sections that are not wrapped yet, last first so offsets stay valid
+    body_end = page.rfind("</body>")
+    body_end = len(page) if body_end < 0 else body_end
+    heads = [m for m in _H2.finditer(page) if not page[:m.start()].endswith("<summary>")]
+    for m in reversed(heads):
+        ends = [body_end, *(i for i in (page.find(_SECTION_START, m.end()),) if i >= 0)]
+        nxt = next((h.start() for h in heads if h.start() > m.start()), None)
+        if nxt is not None:
+            ends.append(nxt)
+        end = min(ends)
+        body = page[m.end():end]
+        found = _ID.search(m["attrs"])
+        ident = found.group(1) if found else _slug(m["title"], taken)
+        attrs = _ID.sub("", m["attrs"])
+        if "<h3>Dataset " in body:
+            body = _datasets(body)
+        for table_id in FILTERED_TABLES:
+            marker = f'<table id="{table_id}"'
+            if marker in body:
+                rows = body.count("<tr", body.index(marker)) - 1
+                body = body.replace(marker, _filter_box(table_id, rows) + marker, 1)
+        # rows in folded dataset blocks do not count: the section lists the datasets open
+        shown_rows = re.sub(r'<details class="dataset">.*?</details>', "", body,
+                            flags=re.S).count("<tr")
+        opened = " open" if shown_rows <= COLLAPSE_ROWS else ""
+        rows_note = "" if opened else f' data-rows="{shown_rows}"'
+        page = (page[:m.start()]
+                + f'{_SECTION_START} id="{ident}"{opened}{rows_note}><summary>'
+                  f'<h2{attrs}>{m["title"]}</h2></summary>'
+                + body.rstrip("\n") + "\n</details>\n" + page[end:])
+    # the contents list, from every section
+    items = []
+    for m in re.finditer(_SECTION_START + r' id="([^"]*)"([^>]*)><summary><h2[^>]*>(.*?)</h2>',
+                         page, re.S):
+        count = re.search(r'data-rows="(\d+)"', m.group(2))
+        more = f' <span class="muted">({count.group(1)} rows, collapsed)</span>' if count else ""
+        items.append(f'<li><a href="#{m.group(1)}">{_TAGS.sub("", m.group(3))}</a>{more}</li>')
+    if items:
+        nav = ('<nav class="contents"><b>Contents</b><ol>' + "".join(items) + "</ol></nav>\n")
+        first = page.find(_SECTION_START)
+        page = page[:first] + nav + page[first:]
+    if "</head>" in page and 'id="report-nav"' not in page:
+        head = (f'<style id="report-nav">{_NAV_CSS}</style>'
+                f"<script>{REPORT_SCRIPT}</script>")
+        page = page.replace("</head>", head + "</head>", 1)
+    return page

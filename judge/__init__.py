@@ -29,7 +29,19 @@ from typing import TYPE_CHECKING, Any
 # machines would stall. Set before anything imports litellm.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-__version__ = "0.2.0"
+
+
+def _package_version() -> str:
+    """The installed distribution's version: pyproject.toml's ``version`` is the one source."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("claim-judge")
+    except PackageNotFoundError:  # a checkout on sys.path without an install
+        return "0+unknown"
+
+
+__version__ = _package_version()
 
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {

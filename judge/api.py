@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
@@ -347,8 +347,11 @@ def eval_gold(
                            "gold item")
     with _store(db) as store:
         # each item's dataset picks its domain's rule, if the config has one
-        results = _judge(_records_input(conv.records, conv.domains), "record", config, store,
-                         concurrency, "raise", progress, "eval")
+        batch = _records_input(conv.records, conv.domains)
+        # the run is named for what it is (Datasette and `judge runs` show the name)
+        batch = replace(batch, name=f"eval-gold {gold_file.path}")
+        results = _judge(batch, "record", config, store, concurrency, "raise", progress,
+                         "eval")
         summary = results.summary
         index = StoreIndex(store, [summary.judge_version])
         outcome: CalibrationOutcome = calibrate_outcome(

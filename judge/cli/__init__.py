@@ -45,10 +45,38 @@ app = typer.Typer(
     name="judge",
     help="Judge generated answers claim by claim against their sources.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    add_completion=True,
     pretty_exceptions_enable=False,
     cls=JudgeGroup,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from judge import __version__
+
+        typer.echo(f"claim-judge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_version, is_eager=True,
+        help="Print the package version and exit."),
+) -> None:
+    """Judge generated answers claim by claim against their sources."""
+
+
+def reflow(text: str) -> str:
+    """A docstring's paragraphs as one line each, so the help wraps them at the terminal's
+    width (typer's rich help keeps the docstring's own line breaks after the first
+    paragraph, which cut "Exit codes: ..." into ragged lines)."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 _show_type = TyperOption.display_type_rich
 
@@ -71,6 +99,17 @@ def _register() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != f"judge.cli.{optional}":
                 raise
+    _reflow_help(app)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        doc = info.help or (info.callback.__doc__ if info.callback else None)
+        if doc:
+            info.help = reflow(doc)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
 
 
 def main() -> None:

@@ -135,7 +135,10 @@ def eval_gold(
     db: Path = DB_OPTION,
     config: Path | None = typer.Option(None, "--config", "-c", help="Judge config (TOML)."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
-    concurrency: int | None = typer.Option(None, "--concurrency", "-j", min=1, max=64),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-j", min=1, max=64,
+        help="Gold items judged at once (default: the config's concurrency, 1).",
+    ),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N items."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),

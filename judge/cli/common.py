@@ -57,6 +57,14 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def usage_error(message: str) -> NoReturn:
+    """A wrong option value (e.g. an unknown ``--format``): exit 64 (``EX_USAGE``), as a
+    usage error that click itself catches does."""
+    from judge.cli import EXIT_USAGE
+
+    fail(message, code=EXIT_USAGE)
+
+
 def open_store(path: Path, must_exist: bool = False) -> Store:
     from judge.store import Store
 
@@ -83,8 +91,9 @@ def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
 
 @contextmanager
 def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr; yields the ``progress(done, total)`` callback. Hidden when
-    ``quiet`` and stderr is not a terminal."""
+    """A progress bar on stderr; yields the ``progress(done, total)`` callback. Shown only
+    once there is work (a first call with ``total > 0``); hidden when ``quiet`` and stderr is
+    not a terminal."""
     from rich.markup import escape
     from rich.progress import (
         BarColumn,
@@ -97,13 +106,44 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
 
     columns = (TextColumn(f"[bold]{escape(what)}[/]"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, disable=quiet and not sys.stderr.isatty()) as bar:
-        task = bar.add_task(what, total=None)
+    bar = Progress(*columns, console=console, disable=quiet and not sys.stderr.isatty())
+    task = bar.add_task(what, total=None, start=False)
+    started = False
 
-        def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int) -> None:
+        # shown from the first report of work to do: nothing to judge (all stored), no bar
+        nonlocal started
+        if not started and total > 0:
+            bar.start()
+            bar.start_task(task)
+            started = True
+        if started:
             bar.update(task, completed=done, total=total)
 
+    try:
         yield progress
+    finally:
+        if started:
+            bar.stop()
+
+
+def print_table(table: Any) -> None:
+    """A rich table on stdout. On a terminal it fits the terminal; into a pipe or a file it
+    takes the width its cells need, so ids (judge versions, run and queue ids, reviewers)
+    are never cut or wrapped there (``judge versions | grep`` finds whole ids)."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    from rich.measure import Measurement
+
+    table.width = None
+    needed = Measurement.get(out, out.options.update(max_width=100_000), table).maximum
+    saved = out.width
+    out.width = max(needed, 20)
+    try:
+        out.print(table, crop=False)
+    finally:
+        out.width = saved
 
 
 def write_text(path: Path, text: str) -> None:

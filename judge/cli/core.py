@@ -21,8 +21,10 @@ from judge.cli.common import (
     open_store,
     out,
     print_json,
+    print_table,
     progress_bar,
     safe,
+    usage_error,
 )
 from judge.runs.summary import RunSummary
 
@@ -38,7 +40,10 @@ def run(
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Judge config (TOML); default ./judge.toml if present."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
-    concurrency: int | None = typer.Option(None, "--concurrency", "-j", min=1, max=64),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-j", min=1, max=64,
+        help="Answers judged at once (default: the config's concurrency, 1).",
+    ),
     retry_errors: bool = typer.Option(
         False, "--retry-errors", help="Judge again the stored answers of this judge version "
         "whose verdicts include a judge_error (e.g. after an outage); the calls behind the "
@@ -71,7 +76,7 @@ def run(
     if str(input) != "-" and not input.exists():
         fail(f"input file {input} does not exist")
     if executor not in ("local", "ray"):
-        fail(f"--executor must be local or ray, not {executor!r}")
+        usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
     store = open_store(db)
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
@@ -148,7 +153,7 @@ def print_summary(s: RunSummary) -> None:
         rows.append(("[red]stopped[/]", f"{s.stopped} ({s.pending} answers pending)"))
     for key, value in rows:
         table.add_row(key, safe(value))
-    out.print(table)
+    print_table(table)
 
 
 @app.command()
@@ -156,7 +161,7 @@ def show(
     answer_id: str = typer.Argument(..., help="Answer id, or a claim id (shows that claim)."),
     db: Path = EXISTING_DB_OPTION,
     judge_version: str | None = typer.Option(None, "--judge-version", help="Default: all."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
 ) -> None:
     """Show an answer's claims with label, support, evidence, checks and review reasons.
 
@@ -274,7 +279,7 @@ def export_cmd(
     from judge.cli.common import write_stdout
 
     if fmt not in api.EXPORT_FORMATS:
-        fail(f"--format must be one of {', '.join(api.EXPORT_FORMATS)}")
+        usage_error(f"--format must be one of {', '.join(api.EXPORT_FORMATS)}")
     if fmt == "parquet" and output is None:
         fail("parquet is written to a file: give --output FILE.parquet")
     store = open_store(db, must_exist=True)
@@ -303,7 +308,7 @@ def export_cmd(
 def replay(
     db: Path = EXISTING_DB_OPTION,
     run_id: str | None = typer.Option(None, "--run", help="Run id (default: the latest run)."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the changes as JSON."),
 ) -> None:
     """Re-derive a run's verdicts from stored model outputs (no model calls); report changes.
 
@@ -348,7 +353,10 @@ def replay(
 
 
 @app.command()
-def versions(db: Path = EXISTING_DB_OPTION, as_json: bool = typer.Option(False, "--json")) -> None:
+def versions(
+    db: Path = EXISTING_DB_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the versions as JSON."),
+) -> None:
     """List the judge versions seen in the store, with their config."""
     store = open_store(db, must_exist=True)
     rows = store.judge_versions()
@@ -371,7 +379,7 @@ def versions(db: Path = EXISTING_DB_OPTION, as_json: bool = typer.Option(False, 
             str(row["verdicts"]),
             row["created_at"][:19],
         )
-    out.print(table)
+    print_table(table)
 
 
 @prompts_app.command("check")

@@ -18,8 +18,10 @@ from judge.cli.common import (
     open_store,
     out,
     print_json,
+    print_table,
     report_import,
     terminal_width,
+    usage_error,
     write_stdout,
 )
 
@@ -53,7 +55,7 @@ def import_cmd(
     from judge import api
 
     if fmt not in IMPORT_FORMATS:
-        fail(f"--format must be one of {', '.join(IMPORT_FORMATS)}")
+        usage_error(f"--format must be one of {', '.join(IMPORT_FORMATS)}")
     if not path.exists():
         fail(f"file {path} does not exist")
     if fmt in api.DATASET_FORMATS:
@@ -114,4 +116,4 @@ def runs(
                       escape(r["input"] or "-"), escape(r["judge_version"]), str(r["answers"]),
                       "-" if r["claims"] is None else str(r["claims"]),
                       "-" if r["flagged"] is None else str(r["flagged"]))
-    out.print(table)
+    print_table(table)

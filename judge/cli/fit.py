@@ -15,7 +15,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, out, print_json
+from judge.cli.common import (
+    EXISTING_DB_OPTION,
+    console,
+    fail,
+    open_store,
+    out,
+    print_json,
+    print_table,
+)
 
 NOT_ADOPTED_EXIT = 3
 
@@ -117,7 +125,7 @@ def _print(data: dict[str, Any]) -> None:
         for key in ("balanced_accuracy", "contradicted_recall", "lenient_rate", "queue_recall",
                     "queue_load", "queue_false_alarm"):
             table.add_row(key, _pct(h[key]["candidate"]), _pct(h[key]["baseline"]))
-        out.print(table)
+        print_table(table)
         d = data["drift"]
         out.print(f"drift on the held-out claims: {d['n_flipped']} of {d['n']} flipped, "
                   f"{d['toward_gold']} toward gold, {d['away_from_gold']} away from it")

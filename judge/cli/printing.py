@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from calibration.formatting import num, pct, pvalue
-from judge.cli.common import out
+from judge.cli.common import out, print_table
 
 
 def _pct(x: float | None) -> str:
@@ -82,14 +82,14 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
               f"{len(m.refused)} refused by the judge, {len(m.not_judged)} not judged, "
               f"{len(m.duplicates)} duplicates")
     out.print(f"judge errors: {r.judge_errors} (counted as not supported; they go to review)\n")
-    out.print(_figures_table(r, f"Judge versus gold ({r.n} claims)"))
-    out.print(_confusion_table(r.confusion, "gold", "judge", "Confusion matrix"))
+    print_table(_figures_table(r, f"Judge versus gold ({r.n} claims)"))
+    print_table(_confusion_table(r.confusion, "gold", "judge", "Confusion matrix"))
     per_label = Table("label", "gold", "judge", "both", "precision [95% CI]",
                       "recall [95% CI]", "F1", title="Per label", title_justify="left")
     for label, lm in r.per_label.items():
         per_label.add_row(label, str(lm.support), str(lm.predicted), str(lm.true_positives),
                           _vci(lm.precision), _vci(lm.recall), _num(lm.f1, 2))
-    out.print(per_label)
+    print_table(per_label)
     lenient = Table("gold", "lenient rate [95% CI]", "n",
                     title="Lenient rate (judge said supported) per gold label and subtype",
                     title_justify="left")
@@ -97,7 +97,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
         lenient.add_row(f"label {label}", _vci(e), str(e.n))
     for subtype, e in r.per_subtype.items():
         lenient.add_row(f"subtype {subtype}", _vci(e), str(e.n))
-    out.print(lenient)
+    print_table(lenient)
     g = outcome.gate
     gate = Table("gate (zero tolerance)", "failures", "of", "status",
                  title="Validity gate (reported apart from the rates)", title_justify="left")
@@ -106,7 +106,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
         ok = g[key]["passed"]
         gate.add_row(name, str(g[key]["failures"]), str(g["n"]),
                      "[green]passed[/]" if ok else "[red]FAILED[/]")
-    out.print(gate)
+    print_table(gate)
     out.print(f"answer citations that do not resolve (the answer's fault): "
               f"{g['answer_citation_failures']}")
     if m.refused:
@@ -126,7 +126,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
         for s in w.design.strata:
             strata.add_row(s.name, str(s.size), str(s.sample_size), _num(s.weight, 3),
                            s.status.replace("_", " "))
-        out.print(strata)
+        print_table(strata)
         weighted = Table("figure", "value [95% CI]", "n", "interval",
                          title=f"Population estimates (weighted; cover {w.design.population} "
                                "claims)", title_justify="left")
@@ -134,7 +134,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
                         ("queue recall", w.queue_recall), ("queue load", w.queue_load),
                         ("accuracy", w.accuracy)):
             weighted.add_row(name, _vci(e), str(e.n), e.ci_method)
-        out.print(weighted)
+        print_table(weighted)
         for note in w.design.notes:
             out.print(f"[dim]{escape(note)}[/]")
     if r.per_dataset:
@@ -151,7 +151,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
                        _num(f.kappa.value, 2), p0(f.lenient_rate.value),
                        p0(f.strict_rate.value), p0(f.queue_recall.value),
                        p0(f.queue_load.value), str(f.judge_errors))
-        out.print(ds)
+        print_table(ds)
     if r.human_agreement is not None:
         h = r.human_agreement
         people = Table("figure", "value [95% CI]", "n",
@@ -164,7 +164,7 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
         for s in h.self_agreement:
             people.add_row(f"self-agreement {s.annotator} (same person twice)",
                            _vci(s.agreement), str(s.agreement.n))
-        out.print(people)
+        print_table(people)
         for note in h.notes:
             out.print(f"[dim]{escape(note)}[/]")
     for note in r.notes:
@@ -190,12 +190,12 @@ def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str]) -> No
               f"[/]")
     out.print(f"{report.n} claims judged by both; {report.n_flipped} changed label; "
               f"{len(data['only_a'])} judged only by A, {len(data['only_b'])} only by B")
-    out.print(_confusion_table(report.flips, "A", "B", "Flip table"))
+    print_table(_confusion_table(report.flips, "A", "B", "Flip table"))
     stats = Table("figure", "value [95% CI]", "n", title="Agreement between versions",
                   title_justify="left")
     stats.add_row("agreement (same label)", _vci(report.agreement), str(report.agreement.n))
     stats.add_row("Cohen's kappa A vs B", _vci(report.kappa, _num), str(report.kappa.n))
-    out.print(stats)
+    print_table(stats)
     tests = Table("test", "statistic", "df", "p", "method", title="Significance",
                   title_justify="left")
     for name, t in (("McNemar (supported vs not)", report.mcnemar),
@@ -203,12 +203,12 @@ def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str]) -> No
                     ("Bowker (symmetry)", report.bowker)):
         tests.add_row(name, _num(t.statistic), "—" if t.df is None else str(t.df),
                       pvalue(t.p_value), t.method + (f" ({t.note})" if t.note else ""))
-    out.print(tests)
+    print_table(tests)
     rates = Table("label", "rate A", "rate B", "change B − A [95% CI]",
                   title="Label rates", title_justify="left")
     for label, c in report.per_label.items():
         rates.add_row(label, _pct(c.rate_a.value), _pct(c.rate_b.value), _vci(c.change))
-    out.print(rates)
+    print_table(rates)
     cal = data.get("calibration")
     if cal:
         side = Table("figure (on claims both judged)", "A", "B",
@@ -224,7 +224,7 @@ def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str]) -> No
         for key in ("accuracy", "balanced_accuracy", "kappa", "lenient_rate", "strict_rate",
                     "queue_recall", "queue_load", "judge_errors"):
             side.add_row(key.replace("_", " "), fig(cal["a"], key), fig(cal["b"], key))
-        out.print(side)
+        print_table(side)
         g = report.gold
         if g is not None:
             out.print(f"flips toward gold: {g.toward_gold}; away from gold: "

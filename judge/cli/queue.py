@@ -15,8 +15,10 @@ from judge.cli.common import (
     open_store,
     out,
     print_json,
+    print_table,
     report_import,
     terminal_width,
+    usage_error,
     write_stdout,
 )
 from judge.review.queue import (
@@ -113,12 +115,12 @@ def print_summary(s: QueueSummary) -> None:
     for name, st in s.strata.items():
         weight = "-" if st["weight"] is None else f"{st['weight']:.4g}"
         table.add_row(name, str(st["stratum_size"]), str(st["sample_size"]), weight)
-    out.print(table)
+    print_table(table)
     table = Table("category", "items", "why", title="by priority", title_justify="left")
     for name in s.priority:
         if s.categories.get(name):
             table.add_row(name, str(s.categories[name]), CATEGORY_HELP[name])
-    out.print(table)
+    print_table(table)
 
 
 @queue_app.command("list")
@@ -152,7 +154,7 @@ def list_cmd(
                                for k, v in q["strata"].items())
             table.add_row(q["id"], q["created_at"][:19], ", ".join(q["run_ids"]),
                           str(q["seed"]), str(q["items"]), strata)
-        out.print(table)
+        print_table(table)
         return
     try:
         q = get_queue(store, queue)
@@ -243,7 +245,7 @@ def export_cmd(
     from judge.review.export import to_jsonl
 
     if fmt not in ("jsonl", "csv"):
-        fail("--format must be jsonl or csv")
+        usage_error("--format must be jsonl or csv")
     store = open_store(db, must_exist=True)
     try:
         lines = export_lines(store, queue, reveal=reveal, status=status)
@@ -269,7 +271,7 @@ def import_cmd(
         DEFAULT_GUIDELINE_VERSION, "--guideline-version", help="Guideline the labels follow."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; store nothing."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the import result as JSON."),
 ) -> None:
     """Import one annotator's labels (JSONL or CSV) as their reviews.
 
@@ -278,6 +280,8 @@ def import_cmd(
     """
     from judge.review.exchange import import_labels
 
+    if fmt not in ("auto", "jsonl", "csv"):
+        usage_error("--format must be jsonl, csv or auto")
     if not path.exists():
         fail(f"file {path} does not exist")
     store = open_store(db, must_exist=True)

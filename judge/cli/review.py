@@ -18,6 +18,7 @@ from judge.cli.common import (
     open_store,
     out,
     print_json,
+    print_table,
     write_stdout,
 )
 from judge.labels import LABELS
@@ -90,7 +91,7 @@ def add(
 def history(
     target: str = typer.Argument(..., help="Queue item id, claim id or answer:<answer id>."),
     db: Path = EXISTING_DB_OPTION,
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the history as JSON."),
 ) -> None:
     """Every review (revisions included) and adjudication of one claim."""
     store = open_store(db, must_exist=True)
@@ -106,7 +107,7 @@ def history(
     for r in rows:
         table.add_row(r["created_at"][:19], r["annotator"], str(r["revision"]), r["label"],
                       r["subtype"] or "-", escape(r["note"] or ""), r["guideline_version"])
-    out.print(table)
+    print_table(table)
     for d in decisions:
         out.print(f"adjudicated by {d['adjudicator']} ({d['created_at'][:19]}): {d['label']}"
                   f"{' / ' + d['subtype'] if d['subtype'] else ''}; reason: {escape(d['reason'])}")
@@ -116,7 +117,7 @@ def history(
 def status(
     db: Path = EXISTING_DB_OPTION,
     queue: str | None = typer.Option(None, "--queue", "-q", help="Default: the latest queue."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the items as JSON."),
 ) -> None:
     """Items awaiting adjudication, with each reviewer's label."""
     store = open_store(db, must_exist=True)

@@ -25,7 +25,7 @@ def _loopback(host: str) -> bool:
 def serve(
     db: Path = EXISTING_DB_OPTION,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default: loopback)."),
-    port: int = typer.Option(8000, "--port", min=1, max=65535),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port to listen on."),
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Judge config (TOML) for /v1/judge and /v1/runs."
     ),

@@ -229,10 +229,14 @@ def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and co
 
 
 def inject_html(page: str, section: str) -> str:
-    """Add ``section`` at the end of a page rendered by :mod:`calibration.render`."""
+    """Add ``section`` at the end of a page rendered by :mod:`calibration.render`; its
+    sections join the page's contents list and become collapsible like the others."""
+    from calibration.render import navigable
+
     marker = "</body>"
     at = page.rfind(marker)
-    return page[:at] + section + "\n" + page[at:] if at >= 0 else page + section
+    page = page[:at] + section + "\n" + page[at:] if at >= 0 else page + section
+    return navigable(page)
 
 
 # --------------------------------------------------------------------------- cost

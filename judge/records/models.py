@@ -157,6 +157,12 @@ class AnswerRecord(BaseModel):
     #: their content hash.
     reference: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS,
                                   exclude_if=lambda v: v is None)
+    #: What an answer without any citation marker cites. Unset (the default): nothing, so
+    #: each claim is flagged ``missing_citation``. ``"all_sources"``: every sentence cites
+    #: every source, as a RAGAS or DeepEval row means its retrieved contexts (the peer
+    #: imports set it). Answers with markers are read by their markers either way. Left out
+    #: of the record's JSON when unset, so records without it keep their content hash.
+    uncited: Literal["all_sources"] | None = Field(default=None, exclude_if=lambda v: v is None)
     expected_status: Literal["answered", "partial", "insufficient"] | None = None
     #: Optional domain tag: a judge config with a rule fitted for this domain
     #: (``[judge.domain_rules.<domain>]``, see ``judge fit --domain``) decides this answer's

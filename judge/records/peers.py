@@ -5,12 +5,18 @@ optional ``reference``; also the older ``question`` / ``answer`` / ``contexts`` 
 ``retrieval_context``, optional ``expected_output`` and ``name``).
 
 Each retrieved context becomes a text source ``C1``, ``C2``, ... in order. Their answers carry
-no citation markers, so every claim is judged against all the contexts and flagged
-``missing_citation`` for review. A row's ``id`` (DeepEval: ``name``) becomes the answer id;
-without one the record's content hash does.
+no citation markers: such a row means "all the contexts are the sources of every sentence", so
+the record says ``uncited = "all_sources"`` and every claim cites every context (it is judged
+against all of them, and goes to review for what the judge finds, not for a missing
+citation). A row's ``id`` (DeepEval: ``name``) becomes the answer id; without one the record's
+content hash does.
 
-Files: JSONL (one object per line), a JSON array, or (RAGAS) CSV whose list columns hold a
-JSON or Python list, as ``EvaluationDataset.to_csv`` writes them.
+Files: JSONL (one object per line), a JSON array, or CSV. RAGAS CSV list columns hold a JSON
+or Python list, as ``EvaluationDataset.to_csv`` writes them. DeepEval's ``save_as`` (goldens,
+and test cases saved as goldens with ``include_test_cases=True``) keeps ``retrieval_context`` a
+list in JSON and joins it with ``|`` in JSONL and CSV; it is split on ``|`` as DeepEval's own
+loaders split it, and a ``RetrievedContextData`` item (``deepeval_source=<name>,
+deepeval_context=<text>``) becomes a source titled with its name.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,6 +91,31 @@ def _pick(row: dict[str, Any], names: tuple[str, ...]) -> Any:
     return None
 
 
+#: DeepEval's flat-cell delimiter (``deepeval.dataset.utils.DELIMITER``): ``save_as`` joins
+#: ``retrieval_context`` with it in JSONL and CSV files, and its loaders split on it.
+DEEPEVAL_DELIMITER = "|"
+#: how DeepEval writes a ``RetrievedContextData`` item (its source and its text)
+_DEEPEVAL_MARKER = re.compile(r"^deepeval_source=(?P<source>.*?),deepeval_context=(?P<context>.*)$",
+                              re.DOTALL)
+
+
+def _deepeval_contexts(value: Any, where: str) -> list[tuple[str | None, str]]:
+    """(source name, text) of each retrieval context as DeepEval writes them: a list (JSON)
+    or one text joined with ``|`` (JSONL, CSV), split as DeepEval's loaders split it; an
+    item ``deepeval_source=<name>,deepeval_context=<text>`` is a context with its source."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(DEEPEVAL_DELIMITER) if value else []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PeerFormatError(f"{where}: the contexts must be a list of texts")
+    out: list[tuple[str | None, str]] = []
+    for item in value:
+        match = _DEEPEVAL_MARKER.match(item)
+        out.append((match["source"] or None, match["context"]) if match else (None, item))
+    return out
+
+
 def _contexts(value: Any, where: str) -> list[str]:
     if value is None:
         return []
@@ -109,13 +141,20 @@ def peer_to_record(row: Any, fmt: str, where: str) -> dict[str, Any]:
     answer = _pick(row, a_keys)
     if not isinstance(answer, str) or not answer.strip():
         raise PeerFormatError(f"{where}: no answer text ({' / '.join(a_keys)})")
-    contexts = [c for c in _contexts(_pick(row, c_keys), where) if c.strip()]
+    raw = _pick(row, c_keys)
+    contexts = [(title, text) for title, text in (
+        _deepeval_contexts(raw, where) if fmt == "deepeval"
+        else [(None, c) for c in _contexts(raw, where)]) if text.strip()]
     if not contexts:
         raise PeerFormatError(
             f"{where}: no retrieved contexts ({' / '.join(c_keys)}); the judge needs sources")
+    sources: list[dict[str, Any]] = []
+    for i, (title, text) in enumerate(contexts, start=1):
+        sources.append({"id": f"C{i}", "text": text} | ({"title": title} if title else {}))
     record: dict[str, Any] = {
         "answer": answer,
-        "sources": [{"id": f"C{i}", "text": text} for i, text in enumerate(contexts, start=1)],
+        "sources": sources,
+        "uncited": "all_sources",
     }
     question, reference, ident = _pick(row, q_keys), _pick(row, r_keys), _pick(row, id_keys)
     if isinstance(question, str) and question.strip():

@@ -76,12 +76,20 @@ LABEL_STUDIO_CONFIG = "\n".join([
 ])
 
 
+#: Argilla text fields that may be empty (an answer record without a question, a claim that
+#: cites nothing): optional in :func:`argilla_settings`, and left out of a record when empty,
+#: since Argilla refuses a record without a value for a required field.
+ARGILLA_OPTIONAL_FIELDS = ("question", "citations")
+
+
 def argilla_settings() -> dict[str, Any]:
     """The fields and questions of the Argilla dataset the records are made for, as plain
     data (``rg.Settings(fields=[rg.TextField(name=...)...], questions=[rg.LabelQuestion(
-    name="label", labels=...), ...])``)."""
+    name="label", labels=...), ...])``). ``optional_fields`` are created with
+    ``required=False``."""
     return {
         "fields": ["claim", "question", "answer", "citations", "sources"],
+        "optional_fields": list(ARGILLA_OPTIONAL_FIELDS),
         "questions": {"label": {"type": "label_selection", "labels": list(LABELS),
                                 "required": True},
                       "subtype": {"type": "label_selection", "labels": list(REVIEW_SUBTYPES),
@@ -129,18 +137,23 @@ def argilla_records(store: Store, queue_id: str | None = None, reveal: bool = Fa
     """Argilla records in the form ``dataset.records.to_json`` writes and
     ``rg.Dataset.records.log`` / ``Record.from_dict`` read."""
     for line in export_lines(store, queue_id, reveal=reveal, status=status):
+        fields = {k: v for k, v in _texts(line).items()
+                  if v or k not in ARGILLA_OPTIONAL_FIELDS}
         record: dict[str, Any] = {
             "id": line["item_id"],
-            "fields": _texts(line),
+            "fields": fields,
             "metadata": {"item_id": line["item_id"], "queue_id": line["queue_id"],
                          "claim_id": line["claim_id"], "answer_id": line["answer_id"],
                          "stratum": line["stratum"], "weight": line["weight"],
                          "priority": line["priority"], "reasons": ", ".join(line["reasons"])},
             "suggestions": {}, "responses": {}, "vectors": {},
         }
-        if reveal and line.get("judge_label"):
+        if reveal and line.get("judge_label"):  # as the Label Studio prediction: both
             record["suggestions"]["label"] = {"value": line["judge_label"], "score": None,
                                               "agent": line["judge_version"]}
+            if line.get("judge_subtype") in REVIEW_SUBTYPES:
+                record["suggestions"]["subtype"] = {
+                    "value": line["judge_subtype"], "score": None, "agent": line["judge_version"]}
         yield record
 
 

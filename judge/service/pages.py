@@ -18,7 +18,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from judge.review.queue import QueueError, get_queue, needs_review, queue_items
+from judge.review.queue import CATEGORY_HELP, QueueError, get_queue, needs_review, queue_items
 from judge.review.reviews import (
     REVIEW_SUBTYPES,
     ReviewError,
@@ -216,6 +216,7 @@ def _list_rows(store: Store, queue: dict[str, Any], items: list[dict[str, Any]],
             # blind: no reason at all (even "judge_flagged" beside a sampled pass would tell
             # which items the judge passed)
             "reasons": item["reasons"] if reveal else [],
+            "category": item.get("category") if reveal else None,
             "dataset": runs.get(item["run_id"] or "", "-"),
             "label": found.get("label") if reveal else None,
             "support": found.get("support") if reveal else None,
@@ -235,7 +236,8 @@ def review_list(
     reason: str | None = None, dataset: str | None = None, reviewed: str | None = None,
     q: str | None = None, page: int = 1,
 ) -> Response:
-    """Every item of a queue, grouped by answer, with filters and search."""
+    """Every item of a queue in one table (an answer's claims together), with filters and
+    search: a claim's text contains the words, or an answer, claim or item id is them whole."""
     session = _page_session(request)
     reveal = _settings(request).reveal_judge
     store = _store(request)
@@ -262,8 +264,9 @@ def review_list(
         and (reviewed not in ("yes", "no", "mine") or
              (reviewed == "yes" and row["reviewed"]) or (reviewed == "no" and not row["reviewed"])
              or (reviewed == "mine" and row["mine"]))
-        and (not needle or needle in row["text"].casefold() or needle in row["answer_id"].casefold()
-             or needle in (row["claim_id"] or "").casefold())
+        and (not needle or needle in row["text"].casefold()
+             or needle in {row["answer_id"].casefold(), (row["claim_id"] or "").casefold(),
+                           row["id"].casefold()})
     ]
     pages = max(1, -(-len(shown) // LIST_PAGE_SIZE))
     page = min(max(page, 1), pages)
@@ -277,7 +280,7 @@ def review_list(
                "q": q}
     return render(request, "list.html", session=session, queue=queue_row, groups=groups,
                   total=len(rows), matched=len(shown), page=page, pages=pages,
-                  choices=choices, filters=filters, reveal=reveal,
+                  choices=choices, filters=filters, reveal=reveal, why_help=CATEGORY_HELP,
                   page_url=lambda n: _url("/review/list", queue=queue_row["id"], page=n,
                                           **{k: v for k, v in filters.items() if v}))
 

@@ -186,9 +186,16 @@ class Splitter:
     @staticmethod
     def sentences(record: AnswerRecord) -> tuple[list[str], list[Sentence]]:
         """The answer's sentences as the model is given them (the whole answer as one when
-        the program finds none), and the segmented sentences with their citations."""
+        the program finds none), and the segmented sentences with their citations. A record
+        whose answer has no citation marker and says ``uncited = "all_sources"`` (RAGAS and
+        DeepEval rows) has every sentence cite every source."""
         sentences = segment_answer(record.answer, record.sources) or []
         kept = [s for s in sentences if s.text.strip()]
+        if record.uncited == "all_sources" and not any(s.citations for s in kept):
+            every = [Citation(source=source.id) for source in record.sources]
+            kept = ([s.model_copy(update={"citations": every}) for s in kept]
+                    or [Sentence(text=record.answer, start=0, end=len(record.answer),
+                                 citations=every)])
         if not kept:
             return [record.answer], []
         return [s.text for s in kept], kept

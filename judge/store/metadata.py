@@ -19,10 +19,14 @@ _TABLES: dict[str, dict[str, Any]] = {
                  "facets": ["label", "subtype", "judge_version"]},
     "checks": {"description": "Deterministic checks of each verdict.",
                "facets": ["name", "outcome"]},
-    "runs": {"description": "Batch runs: input file, judge version, status.",
-             "label_column": "input_path"},
-    "judge_versions": {"description": "Pinned judges: model, prompt templates, parameters.",
-                       "label_column": "model"},
+    "runs": {"description": "Runs: input file, judge version, status; purpose run (judge "
+                            "run), eval (judge eval-gold, named 'eval-gold <gold file>') or "
+                            "api (the HTTP service).",
+             "label_column": "input_path", "facets": ["purpose", "status", "judge_version"]},
+    # by version id: two versions of one model (other prompts or settings) must not look alike
+    "judge_versions": {"description": "Pinned judges by version id: model, prompt templates, "
+                                      "parameters.",
+                       "label_column": "id"},
     "calls": {"description": "Every model call, stored whole (prompt, raw output, tokens)."},
     "queues": {"description": "Review queues: seed, strata and weights."},
     "queue_items": {"description": "Queue items in reading order with stratum and weight.",

@@ -19,6 +19,7 @@ from calibration import (
     check_thresholds,
     render_drift_html,
 )
+from calibration.render import REPORT_SCRIPT
 from calibration.stats import bowker, stuart_maxwell
 
 S, C, N, V = LABELS
@@ -174,6 +175,8 @@ def test_drift_html_escapes_and_shows_the_flip_table(report):
     r = build_drift_report(pairs, version_a="a<b>", version_b="b", n_resamples=50)
     violations = check_thresholds(r, {"kappa_below": 0.6})
     html = render_drift_html(r, violations)
+    assert html.count(f"<script>{REPORT_SCRIPT}</script>") == 1  # the fixed filter script
+    html = html.replace(f"<script>{REPORT_SCRIPT}</script>", "")
     assert "<script" not in html and "<img" not in html
     assert "&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=alert(1)&gt; &amp; more" in html

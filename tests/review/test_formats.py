@@ -70,6 +70,29 @@ def test_ragas_jsonl_and_csv_round_trip(tmp_path: Path, fake_llm: FakeLLM,
     store.close()
 
 
+def test_peer_rows_cite_all_their_contexts_so_supported_claims_need_no_review(
+    tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig,
+) -> None:
+    rows = [{"user_input": "What do 401 and 403 mean?", "retrieved_contexts": CONTEXTS,
+             "response": "HTTP 401 means the request is unauthenticated. "
+                         "HTTP 403 means the server is on fire."}]
+    src = tmp_path / "ragas.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    records = judge.read_dataset(src, "ragas")
+    assert records[0]["uncited"] == "all_sources"
+    result = judge.judge_answers(records, config=config, db=tmp_path / "j.db")
+    verdicts = result[0].verdicts
+    assert [v.label for v in verdicts] == ["supported", "not_in_source"]
+    supported, unsupported = verdicts
+    # the supported claim cites every context, its quote is found: nothing to review
+    assert supported.evidence and not supported.review, supported.review_reasons
+    assert unsupported.review and "missing_citation" not in unsupported.review_reasons
+    # the same answer as a plain JSONL record without the setting still asks for citations
+    plain = {k: v for k, v in records[0].items() if k != "uncited"}
+    again = judge.judge_answers([plain], config=config, db=tmp_path / "k.db")
+    assert all("missing_citation" in v.review_reasons for v in again[0].verdicts)
+
+
 def test_deepeval_json_round_trip_and_bad_rows_named(tmp_path: Path, fake_llm: FakeLLM,
                                                      config: JudgeConfig) -> None:
     # the form EvaluationDataset.save_as(file_type="json") writes
@@ -93,6 +116,32 @@ def test_deepeval_json_round_trip_and_bad_rows_named(tmp_path: Path, fake_llm: F
     bad.write_text(json.dumps([{"input": "q", "actual_output": "a"}, {"input": "q"}]))
     with pytest.raises(ValueError, match=r"row 1: no retrieved contexts[\s\S]*row 2: no answer"):
         judge.read_dataset(bad, "deepeval")
+
+
+DEEPEVAL_FILES = Path(__file__).resolve().parents[1] / "data" / "deepeval"
+
+
+@pytest.mark.parametrize("kind", ["goldens", "test_cases"])
+def test_deepeval_files_written_by_deepeval_read_alike_in_json_jsonl_and_csv(kind: str) -> None:
+    # written by DeepEval's own EvaluationDataset.save_as (tests/data/deepeval/make_fixtures.py;
+    # the version in VERSION): JSONL and CSV join retrieval_context with "|"
+    assert (DEEPEVAL_FILES / "VERSION").read_text().startswith("deepeval ")
+    assert "|" in (DEEPEVAL_FILES / f"{kind}.jsonl").read_text(encoding="utf-8")
+    read = {ext: judge.read_dataset(DEEPEVAL_FILES / f"{kind}.{ext}", "deepeval")
+            for ext in ("json", "jsonl", "csv")}
+    assert read["json"] == read["jsonl"] == read["csv"]
+    first = read["json"][0]
+    assert first["id"] == "golden-401" and first["reference"] == "Unauthenticated."
+    assert [s["text"] for s in first["sources"]] == CONTEXTS
+    if kind == "goldens":
+        assert [s["text"] for s in read["json"][1]["sources"]] == [
+            "403 表示權限不足，重試無效。", "401 表示未認證。"]
+    else:  # a RetrievedContextData: its text, titled with its source
+        case = read["json"][1]
+        assert "id" not in case and case["question"] == "Should I retry a 403?"
+        assert case["sources"] == [
+            {"id": "C1", "text": CONTEXTS[1], "title": "rfc9110.txt"},
+            {"id": "C2", "text": CONTEXTS[0]}]
 
 
 def test_a_record_without_reference_keeps_its_content_hash() -> None:
@@ -238,4 +287,27 @@ def test_json_path_values_are_text_in_checks_and_exports(tmp_path: Path, fake_ll
     values = [c["detail"]["value"] for r in export_rows(store) for c in r["checks"]
               if c["name"] == "json_path_resolves"]
     assert values and all(isinstance(v, str) for v in values) and "120" in values
+    store.close()
+
+
+def test_argilla_reveal_suggests_label_and_subtype_and_empty_questions_are_left_out(
+    tmp_path: Path,
+) -> None:
+    from judge.review.annotation_tools import argilla_settings
+
+    store, queue_id, _ = _queue(tmp_path)
+    settings = argilla_settings()
+    assert {"question", "citations"} <= set(settings["optional_fields"])
+    blind = list(argilla_records(store, queue_id))
+    revealed = list(argilla_records(store, queue_id, reveal=True))
+    # the known store's answers have no question: Argilla would refuse "" for a required field
+    assert all("question" not in r["fields"] for r in blind + revealed)
+    assert all(set(settings["fields"]) - set(settings["optional_fields"]) <= set(r["fields"])
+               for r in revealed)
+    with_subtype = [r for r in revealed if "subtype" in r["suggestions"]]
+    assert with_subtype, "the known store has misattributed claims"
+    for r in with_subtype:
+        assert r["suggestions"]["label"]["value"] != "supported"
+        assert r["suggestions"]["subtype"]["agent"] == r["suggestions"]["label"]["agent"]
+    assert "misattribution" in {r["suggestions"]["subtype"]["value"] for r in with_subtype}
     store.close()

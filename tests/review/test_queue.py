@@ -263,7 +263,8 @@ def test_queue_cli_build_list_export_import(known: Store, tmp_path: Path) -> Non
     assert "category" not in payload["items"][0] and "label:" not in listed.stdout
     exported = runner.invoke(app, ["queue", "export", "--db", db, "--format", "csv"])
     assert exported.exit_code == 0 and exported.stdout.startswith("\ufeffitem_id,queue_id,claim_id")
-    assert runner.invoke(app, ["queue", "export", "--db", db, "--format", "xml"]).exit_code == 1
+    # a bad --format is a usage error (64), as documented
+    assert runner.invoke(app, ["queue", "export", "--db", db, "--format", "xml"]).exit_code == 64
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"claim_id": "c-nope", "label": "supported"}])
     imported = runner.invoke(app, ["queue", "import", str(bad), "--db", db, "-a", "fay"])
     assert imported.exit_code == 2 and "line 1" in imported.output

@@ -33,7 +33,9 @@ def test_list_filters_search_and_groups_blind(client: TestClient) -> None:
     assert page.status_code == 200
     html = page.text
     total = len(_rows(html))
-    assert total > 20 and html.count('class="card answer-group"') < total  # grouped
+    assert total > 20 and 0 < html.count('class="answer-group"') < total  # grouped
+    assert html.count("<table") == 1  # one aligned table, not one per answer
+    assert "why it is queued" not in html  # blind
     # blind: no label, no reason (a reason beside some items tells which ones the judge
     # passed), and no filter on either
     assert "judge_flagged" not in html and "label:" not in html
@@ -81,3 +83,25 @@ def test_json_path_spans_match_the_printed_source() -> None:
     a, b = json_path_span(doc, text, "$.metrics[-1].name")  # type: ignore[misc]
     assert text[a:b] == '"region"'
     assert json_path_span(doc, text, "$.nope") is None
+
+
+def test_list_search_matches_claim_text_and_whole_ids_only(
+    client: TestClient, db: Path,  # noqa: F811
+) -> None:
+    from judge.review.queue import get_queue, queue_items
+    from judge.store import Store
+
+    store = Store.open(db)
+    try:
+        item = next(i for i in queue_items(store, get_queue(store, None)["id"])
+                    if i["claim_id"])
+    finally:
+        store.close()
+    login(client)
+    # a piece of a hash id matches no id: only claims whose text holds it (none here)
+    piece = item["claim_id"][-6:-2]
+    assert _rows(client.get("/review/list", params={"q": piece}).text) == []
+    assert len(_rows(client.get("/review/list", params={"q": item["claim_id"]}).text)) == 1
+    assert len(_rows(client.get("/review/list", params={"q": item["id"]}).text)) == 1
+    words = _rows(client.get("/review/list", params={"q": "listed in the REGISTER"}).text)
+    assert len(words) >= 20

@@ -16,6 +16,8 @@ from judge.review.reviews import adjudicate, record_review
 from judge.store import Store
 from judge.store.metadata import datasette_metadata
 from judge.store.migrations import LINKS, MIGRATIONS, VIEWS
+from tests.conftest import write_jsonl
+from tests.fakes import FakeLLM
 from tests.review_helpers import known_store
 
 TABLES = ("judge_versions", "runs", "answers", "sources", "run_answers", "rejected_lines",
@@ -158,3 +160,36 @@ def test_datasette_serves_the_views_with_links(tmp_path: Path) -> None:
     assert isinstance(claim, dict) and claim["label"].startswith("Item")
     views = {v["name"] for v in got["/known"]["views"]}
     assert set(VIEWS) <= views
+
+
+def test_datasette_names_judge_versions_by_id_and_eval_gold_runs_as_such(
+    tmp_path: Path, fake_llm: FakeLLM,
+) -> None:
+    from judge.api import eval_gold, judge_answers
+    from judge.config import JudgeConfig
+    from tests.research.test_quality_block import gold_items
+
+    datasette_app = pytest.importorskip("datasette.app")
+    db_path = tmp_path / "two.db"
+    record = {"id": "a", "answer": "401 means unauthenticated [S1].",
+              "sources": [{"id": "S1", "text": "401 means unauthenticated."}]}
+    # two versions of one model: other sampling settings
+    versions = {judge_answers([record], config=JudgeConfig(model="fake/judge-model", seed=seed,
+                                                            strategy="batch"),
+                              db=db_path).summary.judge_version for seed in (0, 1)}
+    assert len(versions) == 2
+    gold = write_jsonl(tmp_path / "gold.jsonl", gold_items())
+    eval_gold(gold, config=JudgeConfig(model="fake/judge-model", strategy="batch"), db=db_path)
+    ds = datasette_app.Datasette([str(db_path)], metadata=datasette_metadata(db_path.stem))
+
+    async def fetch(path: str) -> dict:
+        response = await ds.client.get(path)
+        assert response.status_code == 200, (path, response.text[:300])
+        return response.json()
+
+    verdicts = asyncio.run(fetch("/two/verdicts.json?_labels=on&_shape=objects&_size=100"))
+    shown = {r["judge_version"]["label"] for r in verdicts["rows"]}
+    assert versions <= shown  # by version id, so the two versions of one model differ
+    runs = asyncio.run(fetch("/two/runs.json?_shape=objects"))["rows"]
+    evals = [r for r in runs if r["purpose"] == "eval"]
+    assert len(evals) == 1 and evals[0]["input_path"] == f"eval-gold {gold}"

@@ -25,6 +25,26 @@
 
   function chosen(name) { return form.querySelector("input[name=" + name + "]:checked"); }
 
+  // A changed label (against this reviewer's earlier one) keeps the original and needs the
+  // reason: the note is marked required as soon as the choice differs.
+  var previous = form.getAttribute("data-previous-label");
+  var need = document.getElementById("note-need");
+  var needText = need ? need.textContent : "";
+  function labelChanged() {
+    if (!previous) { return false; }
+    var label = chosen("label"), subtype = chosen("subtype");
+    return !!label && (label.value !== previous ||
+      (subtype ? subtype.value : "") !== (form.getAttribute("data-previous-subtype") || ""));
+  }
+  function syncNote() {
+    if (!note || !need || !previous) { return; }
+    var changed = labelChanged();
+    note.required = changed;
+    need.textContent = changed ? "required: you changed your earlier label, say why"
+                               : needText;
+    need.className = changed ? "small required" : "muted small";
+  }
+
   function syncSubtypes() {
     var label = chosen("label");
     var supported = !!label && label.value === "supported";
@@ -32,6 +52,7 @@
       i.disabled = supported;
       if (supported) { i.checked = false; }
     });
+    syncNote();
   }
 
   function save() {
@@ -39,6 +60,11 @@
     if (!label) { say("Choose a label first (keys 1-4)."); return; }
     if (label.value !== "supported" && !chosen("subtype")) {
       say("Choose a subtype: a claim that is not supported needs one.");
+      return;
+    }
+    if (labelChanged() && note && !note.value.trim()) {
+      say("You changed your earlier label: write why in the note.");
+      note.focus();
       return;
     }
     var reason = form.querySelector("textarea[name=reason]");
