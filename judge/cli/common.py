@@ -106,10 +106,32 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
         yield progress
 
 
-def write_text(path: Path, text: str) -> None:
+#: Exit code of a usage error (BSD ``EX_USAGE``): an output path that would destroy an input.
+USAGE_EXIT = 64
+
+
+def output_path(path: Path, db: Path | None = None, inputs: Iterable[Path | None] = ()) -> Path:
+    """``path`` when writing it destroys neither the store ``db`` (nor its WAL/SHM files) nor
+    an input; else exit 64 before anything is written (:func:`judge.outputs.check_output`)."""
+    from rich.markup import escape
+
+    from judge.outputs import OutputError, check_output
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        return check_output(path, db=db, inputs=inputs)
+    except OutputError as exc:
+        fail(escape(str(exc)), code=USAGE_EXIT)
+
+
+def write_text(path: Path, text: str | Iterable[str], db: Path | None = None,
+               inputs: Iterable[Path | None] = (), newline: str | None = None) -> None:
+    """Write ``text`` to ``path`` atomically, after :func:`output_path` allowed it."""
+    from judge.outputs import atomic_text
+
+    output_path(path, db, inputs)
+    try:
+        with atomic_text(path, newline=newline) as fh:
+            fh.writelines([text] if isinstance(text, str) else text)
     except OSError as exc:
         fail(f"cannot write {path}: {exc}")
 

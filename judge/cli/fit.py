@@ -15,7 +15,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, out, print_json
+from judge.cli.common import (
+    EXISTING_DB_OPTION,
+    console,
+    fail,
+    open_store,
+    out,
+    output_path,
+    print_json,
+)
 
 NOT_ADOPTED_EXIT = 3
 
@@ -68,6 +76,7 @@ def fit(
     for path in (gold, check_gold):
         if path is not None and not path.exists():
             fail(f"{path} does not exist")
+    output_path(output, db, [gold, check_gold])
     if not as_json:  # the rule is stated before anything is measured
         console.print(f"[bold]adoption rule:[/] {escape(adoption_rule(queue_recall))}")
     store = open_store(db, must_exist=True)

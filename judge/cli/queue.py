@@ -14,10 +14,12 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     report_import,
     terminal_width,
     write_stdout,
+    write_text,
 )
 from judge.review.queue import (
     CATEGORY_HELP,
@@ -244,6 +246,8 @@ def export_cmd(
 
     if fmt not in ("jsonl", "csv"):
         fail("--format must be jsonl or csv")
+    if output is not None:
+        output_path(output, db)
     store = open_store(db, must_exist=True)
     try:
         lines = export_lines(store, queue, reveal=reveal, status=status)
@@ -251,9 +255,7 @@ def export_cmd(
         if output is None:
             write_stdout(chunks)
         else:
-            with open(output, "w", encoding="utf-8", newline="") as fh:
-                for chunk in chunks:
-                    fh.write(chunk)
+            write_text(output, chunks, db, newline="")
     except QueueError as exc:
         fail(str(exc))
 

@@ -17,8 +17,10 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     write_stdout,
+    write_text,
 )
 from judge.labels import LABELS
 from judge.review.queue import QueueError, get_item, get_queue, queue_items
@@ -186,6 +188,8 @@ def gold_export(
     adjudication, stratum, weight. Only agreed or adjudicated labels of people are exported,
     never a model's.
     """
+    if output is not None:
+        output_path(output, db)
     store = open_store(db, must_exist=True)
     from judge.review.gold_export import GoldSummary, gold_lines
 
@@ -196,8 +200,7 @@ def gold_export(
         if output is None:
             write_stdout(text)
         else:
-            with open(output, "w", encoding="utf-8") as target:
-                target.writelines(text)
+            write_text(output, text, db)
     except QueueError as exc:
         fail(str(exc))
     console.print(

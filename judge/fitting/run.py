@@ -31,6 +31,7 @@ from judge.fitting.logistic import Fitted, fit_rule
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
+from judge.outputs import write_text
 from judge.records.models import DOMAIN_PATTERN
 from judge.store import Store
 
@@ -301,7 +302,6 @@ def write_config(result: FitResult, path: Path, adopt: bool) -> bool:
         result.not_written = ("--adopt: the adoption rule does not hold ("
                               + "; ".join(result.reasons) + "); nothing written")
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.toml(), encoding="utf-8")
+    write_text(path, result.toml())
     result.output = str(path)
     return True
