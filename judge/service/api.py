@@ -209,7 +209,7 @@ async def submit_batch(request: Request, user: User) -> dict[str, Any]:
     return {**job, "status": "running", "poll": f"/v1/runs/{job['run_id']}"}
 
 
-@router.get("/runs/{run_id}", tags=["judge"], summary="A run's status and summary")
+@router.get("/runs/{run_id:path}", tags=["judge"], summary="A run's status and summary")
 def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     require_role(user, "admin")
     try:
@@ -227,7 +227,7 @@ def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, A
     }
 
 
-@router.get("/answers/{answer_id}/verdicts", tags=["judge"], summary="An answer's verdicts")
+@router.get("/answers/{answer_id:path}/verdicts", tags=["judge"], summary="An answer's verdicts")
 def answer_verdicts(
     answer_id: str, user: User, store: Db, judge_version: str | None = None
 ) -> dict[str, Any]:
@@ -239,7 +239,8 @@ def answer_verdicts(
 # -- queue ------------------------------------------------------------------------------------
 
 
-@router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue")
+@router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue",
+             dependencies=[Depends(strict_json)])
 def create_queue(body: QueueIn, user: User, store: Db) -> dict[str, Any]:
     require_role(user, "admin")
     try:
@@ -305,7 +306,7 @@ class ItemPageParams:
 ItemPage = Annotated[ItemPageParams, Depends()]
 
 
-@router.get("/queues/{queue_id}/items", tags=["queue"],
+@router.get("/queues/{queue_id:path}/items", tags=["queue"],
             summary="List and filter a queue's items ('latest': the newest queue)")
 def list_queue_items(
     queue_id: str, request: Request, user: User, store: Db, page: ItemPage
@@ -352,12 +353,12 @@ def list_queue(
     }
 
 
-@router.get("/items/{item_id}", tags=["queue"], summary="One item as a reviewer sees it")
+@router.get("/items/{item_id:path}", tags=["queue"], summary="One item as a reviewer sees it")
 def get_queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     return queue_item(item_id, request, user, store)
 
 
-@router.get("/queue/items/{item_id}", tags=["queue"], deprecated=True,
+@router.get("/queue/items/{item_id:path}", tags=["queue"], deprecated=True,
             summary="One item (use /v1/items/{item_id})")
 def queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     try:
@@ -372,7 +373,8 @@ def queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[st
 # -- reviews ----------------------------------------------------------------------------------
 
 
-@router.post("/reviews", status_code=201, tags=["review"], summary="Submit a review")
+@router.post("/reviews", status_code=201, tags=["review"], summary="Submit a review",
+             dependencies=[Depends(strict_json)])
 def submit_review(body: ReviewIn, request: Request, user: User, store: Db) -> dict[str, Any]:
     """Recorded with the token's identity as annotator and the server's guideline version."""
     try:
@@ -413,7 +415,8 @@ def list_reviews(
     return rows
 
 
-@router.post("/adjudications", status_code=201, tags=["review"], summary="Decide a disagreement")
+@router.post("/adjudications", status_code=201, tags=["review"], summary="Decide a disagreement",
+             dependencies=[Depends(strict_json)])
 def submit_adjudication(
     body: AdjudicationIn, request: Request, user: User, store: Db
 ) -> dict[str, Any]:

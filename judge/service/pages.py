@@ -26,7 +26,14 @@ from judge.review.reviews import (
     current_reviews,
     record_review,
 )
-from judge.service.auth import LOGIN_CSRF_COOKIE, SESSION_COOKIE, Session, require_role
+from judge.service.auth import (
+    LOGIN_CSRF_COOKIE,
+    SESSION_COOKIE,
+    Session,
+    Throttled,
+    client_of,
+    require_role,
+)
 from judge.service.settings import ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import excerpts, item_view, segments
@@ -123,7 +130,10 @@ async def login(request: Request) -> Response:
         return _login_page(request, target, status=403,
                            error="The login form is stale or was not sent by this site; "
                                  "log in again.")
-    done = request.app.state.auth.login(form.get("token", "").strip())
+    try:
+        done = request.app.state.auth.login(form.get("token", "").strip(), client_of(request))
+    except Throttled as exc:
+        return _login_page(request, target, status=429, error=str(exc.detail))
     if done is None:
         return _login_page(request, target, status=401, error="That token is not valid.")
     sid, _ = done
