@@ -1,10 +1,11 @@
 """The review queue out to Label Studio and Argilla, and their annotations back as reviews.
 
 Out: one task (Label Studio) or record (Argilla) per queue item, blind like every other queue
-export (:func:`judge.review.exchange.export_lines`): no judge label, subtype or rationale,
-and reasons that would name the label read ``judge_flagged``. With ``reveal`` the judge's
-label is attached the way each tool shows a model's opinion (a Label Studio *prediction*, an
-Argilla *suggestion*), never as an annotation.
+export (:func:`judge.review.exchange.export_lines`, :mod:`judge.review.blind`): no judge
+label, subtype or rationale, no reasons, stratum, weight or rank, in the queue's shuffled
+export order. With ``reveal`` the judge's label is attached the way each tool shows a model's
+opinion (a Label Studio *prediction*, an Argilla *suggestion*), never as an annotation, and
+the reasons, stratum, weight and reading position come along as data / metadata.
 
 In: each person's annotation becomes that person's review (``human:<id>``: the Label Studio
 user's e-mail, else ``ls-<user id>``; the Argilla ``user_id``), validated like any review,
@@ -76,7 +77,20 @@ LABEL_STUDIO_CONFIG = "\n".join([
 ])
 
 
-def argilla_settings() -> dict[str, Any]:
+#: Metadata of every task / record; :data:`REVEAL_METADATA` only with ``reveal``.
+BLIND_METADATA = ("item_id", "queue_id", "claim_id", "answer_id")
+REVEAL_METADATA = ("stratum", "weight", "priority", "reasons")
+
+
+def _metadata(line: dict[str, Any], reveal: bool) -> dict[str, Any]:
+    meta = {k: line[k] for k in BLIND_METADATA}
+    if reveal:
+        meta.update({k: line[k] for k in REVEAL_METADATA})
+        meta["reasons"] = ", ".join(line["reasons"])
+    return meta
+
+
+def argilla_settings(reveal: bool = False) -> dict[str, Any]:
     """The fields and questions of the Argilla dataset the records are made for, as plain
     data (``rg.Settings(fields=[rg.TextField(name=...)...], questions=[rg.LabelQuestion(
     name="label", labels=...), ...])``)."""
@@ -87,8 +101,7 @@ def argilla_settings() -> dict[str, Any]:
                       "subtype": {"type": "label_selection", "labels": list(REVIEW_SUBTYPES),
                                   "required": False},
                       "note": {"type": "text", "required": False}},
-        "metadata": ["item_id", "queue_id", "claim_id", "answer_id", "stratum", "weight",
-                     "priority", "reasons"],
+        "metadata": list(BLIND_METADATA + (REVEAL_METADATA if reveal else ())),
     }
 
 
@@ -107,13 +120,7 @@ def label_studio_tasks(store: Store, queue_id: str | None = None, reveal: bool =
                        status: str | None = None) -> Iterator[dict[str, Any]]:
     """Label Studio tasks (``[{"data": {...}}, ...]``, importable as a JSON file)."""
     for line in export_lines(store, queue_id, reveal=reveal, status=status):
-        task: dict[str, Any] = {"data": {
-            **_texts(line),
-            "item_id": line["item_id"], "queue_id": line["queue_id"],
-            "claim_id": line["claim_id"], "answer_id": line["answer_id"],
-            "reasons": ", ".join(line["reasons"]), "priority": line["priority"],
-            "stratum": line["stratum"], "weight": line["weight"],
-        }}
+        task: dict[str, Any] = {"data": {**_texts(line), **_metadata(line, reveal)}}
         if reveal and line.get("judge_label"):
             result = [{"from_name": "label", "to_name": "claim", "type": "choices",
                        "value": {"choices": [line["judge_label"]]}}]
@@ -132,10 +139,7 @@ def argilla_records(store: Store, queue_id: str | None = None, reveal: bool = Fa
         record: dict[str, Any] = {
             "id": line["item_id"],
             "fields": _texts(line),
-            "metadata": {"item_id": line["item_id"], "queue_id": line["queue_id"],
-                         "claim_id": line["claim_id"], "answer_id": line["answer_id"],
-                         "stratum": line["stratum"], "weight": line["weight"],
-                         "priority": line["priority"], "reasons": ", ".join(line["reasons"])},
+            "metadata": _metadata(line, reveal),
             "suggestions": {}, "responses": {}, "vectors": {},
         }
         if reveal and line.get("judge_label"):

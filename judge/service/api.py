@@ -15,6 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from judge.records import AnswerRecord
 from judge.records.strictjson import JSONLimitError, loads
+from judge.review.aliases import person
+from judge.review.blind import allowed_filter, visible_counts, visible_items, visible_queue
 from judge.review.gold_export import gold_lines
 from judge.review.queue import (
     DEFAULT_PRIORITY,
@@ -260,16 +262,17 @@ def list_queues(request: Request, user: User, store: Db) -> list[dict[str, Any]]
     """Blind unless the server runs with ``reveal_judge``: the strata sizes (how many claims
     the judge passed or flagged) are left out."""
     keys = ["id", "created_at", "run_ids", "seed", "sample_rate", "min_sample",
-            "double_fraction", "items"]
-    if settings_of(request).reveal_judge:
-        keys.append("strata")
-    return [{k: q[k] for k in keys} for q in queues(store)]
+            "double_fraction", "items", "strata"]
+    reveal = settings_of(request).reveal_judge
+    return [{k: v for k, v in visible_queue(q, reveal).items() if k in keys}
+            for q in queues(store)]
 
 
-#: What a blind queue listing shows of an item: nothing that tells the judge's label (no
-#: stratum, reasons, category, risk order, position or weight).
+#: What a blind queue listing shows of an item (:mod:`judge.review.blind`): nothing that
+#: tells the judge's label (no stratum, reasons, category, risk order, position or weight);
+#: ``number`` is the item's place in the caller's own shuffled order.
 BLIND_ITEM = ("item_id", "queue_id", "claim_id", "answer_id", "kind", "reviews_required",
-              "state")
+              "state", "number")
 
 
 def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
@@ -277,6 +280,7 @@ def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
         "item_id": item["id"], "queue_id": item["queue_id"], "claim_id": item["claim_id"],
         "answer_id": item["answer_id"], "kind": item["kind"],
         "reviews_required": item["reviews_required"], "state": item["state"],
+        "number": item["number"],
     }
     if reveal:
         out.update({
@@ -327,25 +331,27 @@ def list_queue(
     queue_id: str | None = Query(default=None, max_length=100),
 ) -> dict[str, Any]:
     """Blind unless the server runs with ``reveal_judge`` (whatever the caller's role): items
-    come in a neutral order (by item id) without stratum, reasons, category, position or
-    weight, and filtering by stratum is refused (it would tell the judge's label)."""
+    come in the caller's own shuffled order (numbered in it) without stratum, reasons,
+    category, position or weight, and filtering by stratum is refused (it would tell the
+    judge's label): :mod:`judge.review.blind`."""
     status, stratum, mine = page.status, page.stratum, page.mine
     reveal = settings_of(request).reveal_judge
-    if stratum is not None and not reveal:
-        raise HTTPException(403, "filtering by stratum tells the judge's label; the server "
-                                 "runs blind (reveal_judge is off)")
+    try:
+        allowed_filter(stratum, reveal)
+    except QueueError as exc:
+        raise HTTPException(403, f"{exc}; the server runs blind (reveal_judge is off)"
+                            ) from exc
     try:
         queue = get_queue(store, queue_id)
         everything = queue_items(store, queue["id"])
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
+    me = person(store, user.annotator)
     items = [
-        i for i in everything
+        i for i in visible_items(store, queue["id"], everything, reveal=reveal, viewer=me)
         if (status is None or i["state"] == status) and (stratum is None or i["stratum"] == stratum)
-        and (not mine or needs_review(i, user.annotator))
+        and (not mine or needs_review(i, me))
     ]
-    if not reveal:  # the queue's order is the judge's risk order: not shown blind
-        items.sort(key=lambda i: i["id"])
     return {
         "queue_id": queue["id"], "total": len(items), "offset": page.offset,
         "states": state_counts(everything),
@@ -365,8 +371,9 @@ def queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[st
         item = get_item(store, item_id)
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
+    me = person(store, user.annotator)
     mine = [r for r in current_reviews(store, [item["subject"]]).get(item["subject"], [])
-            if r["annotator"] == user.annotator]
+            if r["annotator"] == me]
     return item_view(store, item, settings_of(request).reveal_judge, mine[0] if mine else None)
 
 
@@ -411,7 +418,9 @@ def list_reviews(
     """Reviewers see their own rows only; adjudicators and admins see everyone's."""
     rows = review_history(store, subject)
     if not user.can("adjudicator"):
-        rows = [r for r in rows if r["annotator"] == user.annotator]
+        aliases = store.reviewer_alias_map()
+        me = aliases.get(user.annotator, user.annotator)
+        rows = [r for r in rows if aliases.get(r["annotator"], r["annotator"]) == me]
     return rows
 
 
@@ -461,6 +470,4 @@ def stats(request: Request, user: User, store: Db, queue_id: str | None = None
         counts = dashboard_counts(store, queue_id)
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
-    if not settings_of(request).reveal_judge:
-        counts.pop("strata", None)
-    return counts
+    return visible_counts(counts, settings_of(request).reveal_judge)

@@ -19,6 +19,7 @@ from judge.review.annotation_tools import (
     import_annotations,
     label_studio_tasks,
 )
+from judge.review.blind import visible_items
 from judge.review.export import export_rows, to_csv
 from judge.review.gold_export import gold_lines
 from judge.review.queue import QueueOptions, build_queue, queue_items
@@ -107,14 +108,20 @@ def test_a_record_without_reference_keeps_its_content_hash() -> None:
 
 
 def _queue(tmp_path: Path) -> tuple[Store, str, list[dict]]:
+    """A queue and its items in the order of its blind exports."""
     store = known_store(tmp_path)
     summary = build_queue(store, options=QueueOptions(sample_rate=0.1, double_fraction=0.0))
-    return store, summary.queue_id, queue_items(store, summary.queue_id)
+    full = {i["id"]: i for i in queue_items(store, summary.queue_id)}
+    order = visible_items(store, summary.queue_id, full.values(), reveal=False)
+    return store, summary.queue_id, [full[i["id"]] for i in order]
 
 
 def _blind(text: str) -> None:
     assert RATIONALE_SENTINEL not in text and "label:" not in text
     assert "not_in_source" not in text.replace("<Choice value=\"not_in_source\"/>", "")
+    for judged in ("stratum", "weight", "priority", "reasons", "judge_flagged", "passed",
+                   "flagged", "check:", "category", "sample_size", "judge_version"):
+        assert judged not in text, judged
 
 
 def test_label_studio_tasks_out_blind_annotations_back_as_reviews_then_gold(
