@@ -153,10 +153,16 @@ def report_import(result: Any, as_json: bool, dry_run: bool, imported: str, blan
     if result.errors:
         console.print(f"[red]{len(result.errors)} error(s); nothing was imported[/]")
         raise typer.Exit(2)
+    for warning in getattr(result, "warnings", []):
+        console.print(f"[yellow]{escape(warning)}[/]")
     if not as_json:
         verb = "would import" if dry_run else "imported"
+        skipped = sum(getattr(result, "not_submitted", {}).values())
+        refused = getattr(result, "missing_status", 0)
         out.print(f"{verb} {result.imported} {imported}; {result.unchanged} unchanged, "
-                  f"{result.blank} {blank}")
+                  f"{result.blank} {blank}"
+                  + (f", {skipped} not submitted" if skipped else "")
+                  + (f", {refused} refused without a status" if refused else ""))
 
 
 def write_stdout(chunks: Iterable[str]) -> None:

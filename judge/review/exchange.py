@@ -102,10 +102,17 @@ class ImportResult:
     unchanged: int = 0
     blank: int = 0
     errors: list[str] = field(default_factory=list)
+    #: Annotations a person did not submit (Argilla draft / discarded responses, Label Studio
+    #: cancelled or skipped annotations and drafts), by status: never imported.
+    not_submitted: dict[str, int] = field(default_factory=dict)
+    #: Responses whose status the file does not say (Argilla ``records.to_json``): refused.
+    missing_status: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"imported": self.imported, "unchanged": self.unchanged, "blank": self.blank,
-                "errors": self.errors}
+                "errors": self.errors, "not_submitted": self.not_submitted,
+                "missing_status": self.missing_status, "warnings": self.warnings}
 
 
 @dataclass
