@@ -183,8 +183,9 @@ def test_argilla_records_out_responses_back_suggestions_never_read(tmp_path: Pat
     _blind(json.dumps(records, ensure_ascii=False))
     # dataset.records.to_json(): responses by user id; a model's suggestion beside them
     user = "5a1c2e3f-0000-4000-8000-00000000abcd"
-    records[0]["responses"] = {"label": [{"value": "contradicted", "user_id": user}],
-                               "subtype": [{"value": "misattribution", "user_id": user}]}
+    records[0]["responses"] = {
+        "label": [{"value": "contradicted", "user_id": user, "status": "submitted"}],
+        "subtype": [{"value": "misattribution", "user_id": user, "status": "submitted"}]}
     records[0]["suggestions"] = {"label": {"value": "supported", "score": 0.9,
                                            "agent": "gpt-4o"}}
     records[1]["responses"] = {"label": [{"value": "supported", "user_id": user,
@@ -198,7 +199,8 @@ def test_argilla_records_out_responses_back_suggestions_never_read(tmp_path: Pat
     assert reviews[items[0]["subject"]][0]["annotator"] == f"human:{user}"
     assert reviews[items[0]["subject"]][0]["label"] == "contradicted"
     # an annotator id naming a model seen in the store is refused
-    records[1]["responses"] = {"label": [{"value": "supported", "user_id": "judge-model"}]}
+    records[1]["responses"] = {"label": [{"value": "supported", "user_id": "judge-model",
+                                          "status": "submitted"}]}
     path.write_text(json.dumps(records), encoding="utf-8")
     refused = judge.import_reviews(path, "argilla", db=store, queue=queue_id)
     assert refused.imported == 0 and "names a model" in refused.errors[0]
