@@ -488,11 +488,14 @@ def export(
     ``reveal``."""
     import json as _json
 
+    from judge.outputs import check_output, write_text
     from judge.review.queue import QueueError
 
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, not {format!r}")
     with _store(db) as store:
+        if isinstance(output, str | Path):
+            check_output(output, db=store.path)
         if format == "datasette-metadata":
             from judge.store.metadata import datasette_metadata
 
@@ -511,9 +514,7 @@ def export(
                 list(chunks)
                 return
         if isinstance(output, str | Path):
-            Path(output).parent.mkdir(parents=True, exist_ok=True)
-            with open(output, "w", encoding="utf-8", newline="") as fh:
-                fh.writelines(chunks)
+            write_text(output, chunks, db=store.path, newline="")
         else:
             output.writelines(chunks)
 
@@ -532,7 +533,10 @@ def _run_chunks(store: Store, format: str, run_id: str, output: Any) -> Iterator
     if format == "parquet":
         if not isinstance(output, str | Path):
             raise ValueError("Parquet is written to a file: give an output path")
-        write_parquet(rows, output)
+        from judge.outputs import atomic_path
+
+        with atomic_path(output) as tmp:
+            write_parquet(rows, tmp)
         return
     yield from (to_jsonl(rows) if format == "jsonl" else to_csv(rows))
 

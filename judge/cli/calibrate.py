@@ -21,6 +21,7 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     progress_bar,
     write_text,
@@ -69,7 +70,9 @@ def report_violations(violations: list[dict[str, Any]]) -> None:
 
 
 def _emit(result: Any, as_json: bool, html: Path | None, thresholds: dict[str, float],
-          output_json: Path | None = None) -> None:
+          output_json: Path | None = None, protect: tuple[Path, ...] = ()) -> None:
+    """Print (or write) a calibration result; ``protect``: the store and the inputs, which
+    the files written must not be."""
     from judge.cli.printing import print_calibration
 
     try:
@@ -77,7 +80,8 @@ def _emit(result: Any, as_json: bool, html: Path | None, thresholds: dict[str, f
     except ValueError as exc:
         fail(escape(str(exc)))
     if output_json is not None:
-        write_text(output_json, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        write_text(output_json, json.dumps(data, ensure_ascii=False, indent=2) + "\n",
+                   protect[0], protect[1:])
     if as_json:
         print_json(data)
     else:
@@ -88,7 +92,7 @@ def _emit(result: Any, as_json: bool, html: Path | None, thresholds: dict[str, f
                       f"time for {cost['claims']} claims ({cost['calls_per_claim']} calls, "
                       f"{cost['seconds_per_claim']} s per claim)")
     if html is not None:
-        write_text(html, result.to_html())
+        write_text(html, result.to_html(), protect[0], protect[1:])
         console.print(f"HTML report: {escape(str(html))}")
     report_violations(data["violations"])
 
@@ -119,6 +123,8 @@ def calibrate(
     thresholds = parse_fail_on(fail_on)
     if not gold.exists():
         fail(f"gold file {gold} does not exist")
+    if html is not None:
+        output_path(html, db, [gold])
     store = open_store(db, must_exist=True)
     try:
         result = api.calibrate(gold, db=store, judge_version=judge_version)
@@ -126,7 +132,7 @@ def calibrate(
         fail(escape(str(exc)))
     except Exception as exc:  # a clear message, never a traceback
         fail(f"cannot calibrate: {type(exc).__name__}: {escape(str(exc))}")
-    _emit(result, as_json, html, thresholds)
+    _emit(result, as_json, html, thresholds, protect=(db, gold))
 
 
 @app.command("eval-gold")
@@ -159,6 +165,9 @@ def eval_gold(
     thresholds = parse_fail_on(fail_on)
     if not gold.exists():
         fail(f"gold file {gold} does not exist")
+    for target in (html, output_json):
+        if target is not None:
+            output_path(target, db, [gold, config])
     cfg = load_config(config, model=model, concurrency=concurrency)
     store = open_store(db)
     with progress_bar("judging gold claims", quiet=as_json) as progress:
@@ -176,7 +185,7 @@ def eval_gold(
     stale = result.summary.stale_warning(db)
     if stale:
         console.print(f"[yellow]warning:[/] {escape(stale)}")
-    _emit(result, as_json, html, thresholds, output_json)
+    _emit(result, as_json, html, thresholds, output_json, protect=(db, gold))
 
 
 

@@ -146,10 +146,32 @@ def print_table(table: Any) -> None:
         out.width = saved
 
 
-def write_text(path: Path, text: str) -> None:
+#: Exit code of a usage error (BSD ``EX_USAGE``): an output path that would destroy an input.
+USAGE_EXIT = 64
+
+
+def output_path(path: Path, db: Path | None = None, inputs: Iterable[Path | None] = ()) -> Path:
+    """``path`` when writing it destroys neither the store ``db`` (nor its WAL/SHM files) nor
+    an input; else exit 64 before anything is written (:func:`judge.outputs.check_output`)."""
+    from rich.markup import escape
+
+    from judge.outputs import OutputError, check_output
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        return check_output(path, db=db, inputs=inputs)
+    except OutputError as exc:
+        fail(escape(str(exc)), code=USAGE_EXIT)
+
+
+def write_text(path: Path, text: str | Iterable[str], db: Path | None = None,
+               inputs: Iterable[Path | None] = (), newline: str | None = None) -> None:
+    """Write ``text`` to ``path`` atomically, after :func:`output_path` allowed it."""
+    from judge.outputs import atomic_text
+
+    output_path(path, db, inputs)
+    try:
+        with atomic_text(path, newline=newline) as fh:
+            fh.writelines([text] if isinstance(text, str) else text)
     except OSError as exc:
         fail(f"cannot write {path}: {exc}")
 
@@ -171,10 +193,16 @@ def report_import(result: Any, as_json: bool, dry_run: bool, imported: str, blan
     if result.errors:
         console.print(f"[red]{len(result.errors)} error(s); nothing was imported[/]")
         raise typer.Exit(2)
+    for warning in getattr(result, "warnings", []):
+        console.print(f"[yellow]{escape(warning)}[/]")
     if not as_json:
         verb = "would import" if dry_run else "imported"
+        skipped = sum(getattr(result, "not_submitted", {}).values())
+        refused = getattr(result, "missing_status", 0)
         out.print(f"{verb} {result.imported} {imported}; {result.unchanged} unchanged, "
-                  f"{result.blank} {blank}")
+                  f"{result.blank} {blank}"
+                  + (f", {skipped} not submitted" if skipped else "")
+                  + (f", {refused} refused without a status" if refused else ""))
 
 
 def write_stdout(chunks: Iterable[str]) -> None:

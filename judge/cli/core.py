@@ -20,11 +20,13 @@ from judge.cli.common import (
     load_config,
     open_store,
     out,
+    output_path,
     print_json,
     print_table,
     progress_bar,
     safe,
     usage_error,
+    write_text,
 )
 from judge.runs.summary import RunSummary
 
@@ -282,15 +284,20 @@ def export_cmd(
         usage_error(f"--format must be one of {', '.join(api.EXPORT_FORMATS)}")
     if fmt == "parquet" and output is None:
         fail("parquet is written to a file: give --output FILE.parquet")
+    config = None
+    if output is not None:
+        output_path(output, db)
+        if fmt == "label-studio":
+            config = output_path(output.with_name(output.stem + ".label-config.xml"), db,
+                                 [output])
     store = open_store(db, must_exist=True)
     try:
         if output is not None:
             api.export(store, output, fmt, run_id=run_id, queue=queue, reveal=reveal)
-            if fmt == "label-studio":
+            if config is not None:
                 from judge.review.annotation_tools import LABEL_STUDIO_CONFIG
 
-                config = output.with_name(output.stem + ".label-config.xml")
-                config.write_text(LABEL_STUDIO_CONFIG, encoding="utf-8")
+                write_text(config, LABEL_STUDIO_CONFIG, db)
                 console.print(f"labelling configuration for the tasks: {escape(str(config))}")
             return
         class _Sink:

@@ -17,12 +17,14 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     print_table,
     report_import,
     terminal_width,
     usage_error,
     write_stdout,
+    write_text,
 )
 
 IMPORT_FORMATS = ("ragas", "deepeval", "label-studio", "argilla")
@@ -59,6 +61,8 @@ def import_cmd(
     if not path.exists():
         fail(f"file {path} does not exist")
     if fmt in api.DATASET_FORMATS:
+        if output is not None:
+            output_path(output, db, [path])
         try:
             records = api.read_dataset(path, fmt)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -67,8 +71,7 @@ def import_cmd(
         if output is None:
             write_stdout(lines)
         else:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text("".join(lines), encoding="utf-8")
+            write_text(output, lines, db, [path])
             console.print(f"{len(records)} answer record(s) written to {escape(str(output))}; "
                           f"judge them with `judge run {escape(str(output))}`")
         return

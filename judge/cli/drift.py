@@ -10,7 +10,15 @@ from rich.markup import escape
 
 from judge.cli import app
 from judge.cli.calibrate import parse_fail_on, report_violations
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, open_store, print_json, write_text
+from judge.cli.common import (
+    EXISTING_DB_OPTION,
+    console,
+    fail,
+    open_store,
+    output_path,
+    print_json,
+    write_text,
+)
 
 DRIFT_FAIL_ON_HELP = (
     "Threshold KEY=VALUE (repeatable); a violation exits with code 3. Keys: kappa_below, "
@@ -49,6 +57,8 @@ def drift(
     for path in (gold, input):
         if path is not None and not path.exists():
             fail(f"{path} does not exist")
+    if html is not None:
+        output_path(html, db, [gold, input])
     store = open_store(db, must_exist=True)
     with progress_bar("judging", quiet=as_json) as bar:
         def progress(version: str, done: int, total: int) -> None:
@@ -67,7 +77,7 @@ def drift(
     else:
         print_drift(result.report, data, result.claims)
     if html is not None:
-        write_text(html, result.to_html(thresholds))
+        write_text(html, result.to_html(thresholds), db, [gold, input])
         console.print(f"HTML report: {escape(str(html))}")
     report_violations(data["violations"])
 

@@ -21,6 +21,7 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     print_table,
 )
@@ -76,6 +77,7 @@ def fit(
     for path in (gold, check_gold):
         if path is not None and not path.exists():
             fail(f"{path} does not exist")
+    output_path(output, db, [gold, check_gold])
     if not as_json:  # the rule is stated before anything is measured
         console.print(f"[bold]adoption rule:[/] {escape(adoption_rule(queue_recall))}")
     store = open_store(db, must_exist=True)

@@ -14,12 +14,14 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     print_table,
     report_import,
     terminal_width,
     usage_error,
     write_stdout,
+    write_text,
 )
 from judge.review.queue import (
     CATEGORY_HELP,
@@ -33,7 +35,6 @@ from judge.review.queue import (
     QueueError,
     QueueOptions,
     QueueSummary,
-    blind_reasons,
     build_queue,
     get_queue,
     priority_order,
@@ -137,30 +138,43 @@ def list_cmd(
     all_queues: bool = typer.Option(False, "--queues", help="List the queues instead."),
     as_json: bool = typer.Option(False, "--json", help="Print the items as JSON."),
 ) -> None:
-    """List a queue's items in reading order: claim text, why each is there, review state.
+    """List a queue's items: claim text, review state, and with --reveal why each is there.
 
-    The item id is never cut (copy it into `judge review add`); the claim text is
-    shortened to fit the terminal (100 columns in a pipe). Blind unless --reveal.
+    Blind (the default) the items come in the queue's shuffled export order, numbered in
+    that order, without stratum, reasons or anything else of the judge (the rule of the
+    review pages and exports, docs/review.md); --reveal lists them in reading order with
+    their position, stratum, reasons and the judge's support. The item id is never cut (copy
+    it into `judge review add`); the claim text is shortened to fit the terminal (100
+    columns in a pipe).
     """
+    from judge.review.blind import allowed_filter, visible_items, visible_queue
+
     store = open_store(db, must_exist=True)
     if all_queues:
-        rows = queues(store)
+        rows = [visible_queue(q, reveal) for q in queues(store)]
         if as_json:
             print_json(rows)
             return
-        table = Table("queue", "created", "runs", "seed", "items", "strata")
+        table = Table("queue", "created", "runs", "seed", "items",
+                      *(("strata",) if reveal else ()))
         for q in rows:
-            strata = ", ".join(f"{k} {v['sample_size']}/{v['stratum_size']}"
-                               for k, v in q["strata"].items())
-            table.add_row(q["id"], q["created_at"][:19], ", ".join(q["run_ids"]),
-                          str(q["seed"]), str(q["items"]), strata)
+            cells = [q["id"], q["created_at"][:19], ", ".join(q["run_ids"]), str(q["seed"]),
+                     str(q["items"])]
+            if reveal:
+                cells.append(", ".join(f"{k} {v['sample_size']}/{v['stratum_size']}"
+                                       for k, v in q["strata"].items()))
+            table.add_row(*cells)
         print_table(table)
         return
     try:
+        allowed_filter(stratum, reveal)
         q = get_queue(store, queue)
-        items = queue_items(store, q["id"], status=status, stratum=stratum)
+        everything = queue_items(store, q["id"])
+        wanted = {i["id"] for i in queue_items(store, q["id"], status=status, stratum=stratum)}
     except QueueError as exc:
         fail(str(exc))
+    items = [i for i in visible_items(store, q["id"], everything, reveal=reveal)
+             if i["id"] in wanted]
     texts = store.queue_item_texts(q["id"])
     for item in items:
         found = texts.get(item["id"], {})
@@ -168,9 +182,6 @@ def list_cmd(
         if reveal:
             item["support"] = found.get("support")
             item["judge_label"] = found.get("label")
-        else:
-            item["reasons"] = blind_reasons(item["reasons"])
-            item.pop("category")
     shown = items if limit == 0 else items[:limit]
     if as_json:
         print_json({"queue_id": q["id"], "total": len(items), "items": shown})
@@ -194,29 +205,35 @@ def _fit(text: str, width: int) -> str:
 
 
 def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
-    """One line per item: position, item id (whole), stratum, [support,] state, reasons, and
-    the claim text in the columns that are left."""
+    """One line per item: its number, item id (whole), [stratum, support,] state, [reasons,]
+    and the claim text in the columns that are left (blind: no stratum, support or reasons,
+    :mod:`judge.review.blind`)."""
     from rich.cells import cell_len
 
     if not items:
         return ["(no items)\n"]
+
+    def number(item: dict) -> int:
+        return int(item.get("number") or item["position"])
+
     id_w = max(len(i["id"]) for i in items)
-    pos_w = max(len(str(i["position"])) for i in items)
-    fixed = pos_w + id_w + 11 + 12 + (7 + 2 if reveal else 0) + 2 * 4
+    pos_w = max(len(str(number(i))) for i in items)
+    fixed = pos_w + id_w + 12 + (11 + 7 + 2 * 2 if reveal else 0) + 2 * 4
     why_w = max(8, min(26, (width - fixed) // 3))  # the reasons give way before the claim
-    head = [f"{'#':>{pos_w}}", f"{'item':<{id_w}}", f"{'stratum':<11}"]
+    head = [f"{'#':>{pos_w}}", f"{'item':<{id_w}}"]
     if reveal:
-        head.append(f"{'support':>7}")
-    head += [f"{'state':<12}", f"{'why':<{why_w}}", "claim"]
+        head += [f"{'stratum':<11}", f"{'support':>7}"]
+    head += [f"{'state':<12}"] + ([f"{'why':<{why_w}}"] if reveal else []) + ["claim"]
     lines = ["  ".join(head)]
     for item in items:
-        cells = [f"{item['position']:>{pos_w}}", f"{item['id']:<{id_w}}",
-                 f"{item['stratum']:<11}"]
+        cells = [f"{number(item):>{pos_w}}", f"{item['id']:<{id_w}}"]
         if reveal:
             support = item.get("support")
-            cells.append(f"{'—' if support is None else format(support, '.2f'):>7}")
-        cells += [_fit(item["state"].replace("_", " "), 12),
-                  _fit(", ".join(item["reasons"]) or "-", why_w)]
+            cells += [f"{item['stratum']:<11}",
+                      f"{'—' if support is None else format(support, '.2f'):>7}"]
+        cells.append(_fit(item["state"].replace("_", " "), 12))
+        if reveal:
+            cells.append(_fit(", ".join(item["reasons"]) or "-", why_w))
         used = cell_len("  ".join(cells)) + 2
         cells.append(_fit(item.get("claim") or "", max(width - used, 8)).rstrip())
         lines.append("  ".join(cells))
@@ -246,6 +263,8 @@ def export_cmd(
 
     if fmt not in ("jsonl", "csv"):
         usage_error("--format must be jsonl or csv")
+    if output is not None:
+        output_path(output, db)
     store = open_store(db, must_exist=True)
     try:
         lines = export_lines(store, queue, reveal=reveal, status=status)
@@ -253,9 +272,7 @@ def export_cmd(
         if output is None:
             write_stdout(chunks)
         else:
-            with open(output, "w", encoding="utf-8", newline="") as fh:
-                for chunk in chunks:
-                    fh.write(chunk)
+            write_text(output, chunks, db, newline="")
     except QueueError as exc:
         fail(str(exc))
 

@@ -17,9 +17,11 @@ from judge.cli.common import (
     fail,
     open_store,
     out,
+    output_path,
     print_json,
     print_table,
     write_stdout,
+    write_text,
 )
 from judge.labels import LABELS
 from judge.review.queue import QueueError, get_item, get_queue, queue_items
@@ -187,6 +189,8 @@ def gold_export(
     adjudication, stratum, weight. Only agreed or adjudicated labels of people are exported,
     never a model's.
     """
+    if output is not None:
+        output_path(output, db)
     store = open_store(db, must_exist=True)
     from judge.review.gold_export import GoldSummary, gold_lines
 
@@ -197,8 +201,7 @@ def gold_export(
         if output is None:
             write_stdout(text)
         else:
-            with open(output, "w", encoding="utf-8") as target:
-                target.writelines(text)
+            write_text(output, text, db)
     except QueueError as exc:
         fail(str(exc))
     console.print(
@@ -206,3 +209,77 @@ def gold_export(
         f"adjudication, {summary.awaiting_second_review} awaiting a second review"
         + (f"; refused {summary.not_human} non-human label(s)" if summary.not_human else "")
     )
+
+
+reviewers_app = typer.Typer(
+    help="Reviewer ids and the people behind them (one person under several ids).",
+    no_args_is_help=True,
+)
+app.add_typer(reviewers_app, name="reviewers")
+
+
+@reviewers_app.command("alias")
+def alias_cmd(
+    annotator: str = typer.Argument(..., help="An id the person reviews under, e.g. "
+                                    "alice@example.org (from Label Studio)."),
+    person: str = typer.Argument(..., help="The person's id, e.g. alice (the web login)."),
+    db: Path = EXISTING_DB_OPTION,
+    by: str | None = typer.Option(None, "--by", help="Who records the alias."),
+) -> None:
+    """Record that ANNOTATOR is PERSON: agreement, double review and "reviewed by you" then
+    count them as one person (their latest review is their label)."""
+    from judge.review.aliases import set_alias
+
+    store = open_store(db, must_exist=True)
+    try:
+        row = set_alias(store, annotator, person, created_by=by)
+    except ReviewError as exc:
+        fail(escape(str(exc)))
+    finally:
+        store.close()
+    out.print(f"{escape(row['annotator'])} is {escape(row['person'])}")
+
+
+@reviewers_app.command("unalias")
+def unalias_cmd(
+    annotator: str = typer.Argument(..., help="The id to make its own person again."),
+    db: Path = EXISTING_DB_OPTION,
+) -> None:
+    """Forget ANNOTATOR's alias (it counts as its own person again)."""
+    from judge.review.aliases import remove_alias
+
+    store = open_store(db, must_exist=True)
+    try:
+        removed = remove_alias(store, annotator)
+    except ReviewError as exc:
+        fail(escape(str(exc)))
+    finally:
+        store.close()
+    if not removed:
+        fail(f"{escape(annotator)} has no alias")
+    out.print(f"{escape(annotator)} is its own person again")
+
+
+@reviewers_app.command("list")
+def list_reviewers(
+    db: Path = EXISTING_DB_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the aliases as JSON."),
+) -> None:
+    """The recorded aliases, by person."""
+    from judge.review.aliases import aliases
+
+    store = open_store(db, must_exist=True)
+    try:
+        rows = aliases(store)
+    finally:
+        store.close()
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        out.print("no aliases: every reviewer id is its own person")
+        return
+    table = Table("id", "person", "since")
+    for r in rows:
+        table.add_row(escape(r["annotator"]), escape(r["person"]), r["created_at"][:19])
+    out.print(table)

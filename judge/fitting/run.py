@@ -32,6 +32,7 @@ from judge.fitting.rules import current_rule, fit_items_rule
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
+from judge.outputs import write_text
 from judge.records.models import DOMAIN_PATTERN
 from judge.store import Store
 
@@ -320,10 +321,9 @@ def write_config(result: FitResult, path: Path, adopt: bool) -> bool:
         result.not_written = ("--adopt: the adoption rule does not hold ("
                               + "; ".join(result.reasons) + "); nothing written")
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(result.fitted.model, ProbeHead):  # the head file the config pins, beside it
         ref = head_ref(result.fitted.model)
-        (path.parent / ref.file).write_text(result.fitted.model.dumps(), encoding="utf-8")
-    path.write_text(result.toml(), encoding="utf-8")
+        write_text(path.parent / ref.file, result.fitted.model.dumps())
+    write_text(path, result.toml())
     result.output = str(path)
     return True

@@ -1,17 +1,22 @@
 """The review queue out to Label Studio and Argilla, and their annotations back as reviews.
 
 Out: one task (Label Studio) or record (Argilla) per queue item, blind like every other queue
-export (:func:`judge.review.exchange.export_lines`): no judge label, subtype or rationale,
-and reasons that would name the label read ``judge_flagged``. With ``reveal`` the judge's
-label is attached the way each tool shows a model's opinion (a Label Studio *prediction*, an
-Argilla *suggestion*), never as an annotation.
+export (:func:`judge.review.exchange.export_lines`, :mod:`judge.review.blind`): no judge
+label, subtype or rationale, no reasons, stratum, weight or rank, in the queue's shuffled
+export order. With ``reveal`` the judge's label is attached the way each tool shows a model's
+opinion (a Label Studio *prediction*, an Argilla *suggestion*), never as an annotation, and
+the reasons, stratum, weight and reading position come along as data / metadata.
 
 In: each person's annotation becomes that person's review (``human:<id>``: the Label Studio
 user's e-mail, else ``ls-<user id>``; the Argilla ``user_id``), validated like any review,
-all or nothing. What a model wrote is refused: Label Studio results whose ``origin`` is
-``prediction`` (a model's label accepted unchanged), annotator ids that name a model seen in
-the store; Argilla suggestions are never read. Reviews imported this way become gold through
-``judge gold export`` like any other.
+all or nothing. Only what a person submitted counts: Argilla responses whose ``status`` is
+``submitted`` (draft and discarded ones are counted and left out; a response without a
+status, as ``records.to_json`` writes them, is refused and counted, see
+:data:`ARGILLA_STATUS_HELP`), Label Studio annotations that were not cancelled or skipped
+(those, and drafts, are counted and left out). What a model wrote is refused: Label Studio
+results whose ``origin`` is ``prediction`` (a model's label accepted unchanged), annotator
+ids that name a model seen in the store; Argilla suggestions are never read. Reviews imported
+this way become gold through ``judge gold export`` like any other.
 
 The labelling set-up each tool needs is :data:`LABEL_STUDIO_CONFIG` and
 :func:`argilla_settings` (documented in ``docs/review.md``).
@@ -82,7 +87,20 @@ LABEL_STUDIO_CONFIG = "\n".join([
 ARGILLA_OPTIONAL_FIELDS = ("question", "citations")
 
 
-def argilla_settings() -> dict[str, Any]:
+#: Metadata of every task / record; :data:`REVEAL_METADATA` only with ``reveal``.
+BLIND_METADATA = ("item_id", "queue_id", "claim_id", "answer_id")
+REVEAL_METADATA = ("stratum", "weight", "priority", "reasons")
+
+
+def _metadata(line: dict[str, Any], reveal: bool) -> dict[str, Any]:
+    meta = {k: line[k] for k in BLIND_METADATA}
+    if reveal:
+        meta.update({k: line[k] for k in REVEAL_METADATA})
+        meta["reasons"] = ", ".join(line["reasons"])
+    return meta
+
+
+def argilla_settings(reveal: bool = False) -> dict[str, Any]:
     """The fields and questions of the Argilla dataset the records are made for, as plain
     data (``rg.Settings(fields=[rg.TextField(name=...)...], questions=[rg.LabelQuestion(
     name="label", labels=...), ...])``). ``optional_fields`` are created with
@@ -95,8 +113,7 @@ def argilla_settings() -> dict[str, Any]:
                       "subtype": {"type": "label_selection", "labels": list(REVIEW_SUBTYPES),
                                   "required": False},
                       "note": {"type": "text", "required": False}},
-        "metadata": ["item_id", "queue_id", "claim_id", "answer_id", "stratum", "weight",
-                     "priority", "reasons"],
+        "metadata": list(BLIND_METADATA + (REVEAL_METADATA if reveal else ())),
     }
 
 
@@ -115,13 +132,7 @@ def label_studio_tasks(store: Store, queue_id: str | None = None, reveal: bool =
                        status: str | None = None) -> Iterator[dict[str, Any]]:
     """Label Studio tasks (``[{"data": {...}}, ...]``, importable as a JSON file)."""
     for line in export_lines(store, queue_id, reveal=reveal, status=status):
-        task: dict[str, Any] = {"data": {
-            **_texts(line),
-            "item_id": line["item_id"], "queue_id": line["queue_id"],
-            "claim_id": line["claim_id"], "answer_id": line["answer_id"],
-            "reasons": ", ".join(line["reasons"]), "priority": line["priority"],
-            "stratum": line["stratum"], "weight": line["weight"],
-        }}
+        task: dict[str, Any] = {"data": {**_texts(line), **_metadata(line, reveal)}}
         if reveal and line.get("judge_label"):
             result = [{"from_name": "label", "to_name": "claim", "type": "choices",
                        "value": {"choices": [line["judge_label"]]}}]
@@ -142,10 +153,7 @@ def argilla_records(store: Store, queue_id: str | None = None, reveal: bool = Fa
         record: dict[str, Any] = {
             "id": line["item_id"],
             "fields": fields,
-            "metadata": {"item_id": line["item_id"], "queue_id": line["queue_id"],
-                         "claim_id": line["claim_id"], "answer_id": line["answer_id"],
-                         "stratum": line["stratum"], "weight": line["weight"],
-                         "priority": line["priority"], "reasons": ", ".join(line["reasons"])},
+            "metadata": _metadata(line, reveal),
             "suggestions": {}, "responses": {}, "vectors": {},
         }
         if reveal and line.get("judge_label"):  # as the Label Studio prediction: both
@@ -173,6 +181,20 @@ class Annotation:
     note: str | None
     time_spent_ms: int | None = None
     from_model: str | None = None  # why this is a model's label, not a person's
+    #: why this is not a submitted label (a status: draft, discarded, cancelled, skipped) or
+    #: MISSING_STATUS; such annotations are counted, never imported
+    not_submitted: str | None = None
+
+
+MISSING_STATUS = "missing status"
+#: How to export Argilla responses with their status (``records.to_json`` leaves it out).
+ARGILLA_STATUS_HELP = (
+    "Argilla's records.to_json() leaves out each response's status, so a draft or discarded "
+    "label cannot be told from a submitted one; export the records with the status of every "
+    "response, e.g. for record in dataset.records(with_responses=True): write record.to_dict() "
+    "with responses[question] = [{value, user_id, status}] taken from record.responses "
+    "(docs/review.md shows the script)"
+)
 
 
 def _load(path: Path) -> Any:
@@ -211,8 +233,18 @@ def label_studio_annotations(data: Any) -> Iterator[Annotation]:
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             raise QueueError(f"task {t}: not a Label Studio task (no 'data' object)")
         item_id, claim_id = task["data"].get("item_id"), task["data"].get("claim_id")
+        for d, _draft in enumerate(task.get("drafts") or [], start=1):
+            yield Annotation(where=f"task {t} ({item_id}) draft {d}", item_id=item_id,
+                             claim_id=claim_id, annotator="", label=None, subtype=None,
+                             note=None, not_submitted="draft")
         for a, ann in enumerate(task.get("annotations") or [], start=1):
-            if ann.get("was_cancelled"):
+            if not isinstance(ann, dict):
+                raise QueueError(f"task {t} annotation {a}: not an object")
+            if ann.get("was_cancelled") or ann.get("was_skipped") or ann.get("skipped"):
+                yield Annotation(where=f"task {t} ({item_id}) annotation {a}", item_id=item_id,
+                                 claim_id=claim_id, annotator=_ls_user(ann.get("completed_by")),
+                                 label=None, subtype=None, note=None,
+                                 not_submitted="cancelled or skipped")
                 continue
             values: dict[str, Any] = {}
             origins: set[str] = set()
@@ -234,9 +266,18 @@ def label_studio_annotations(data: Any) -> Iterator[Annotation]:
             )
 
 
+def _status(answer: dict[str, Any]) -> str | None:
+    """A response's status (``ResponseStatus.submitted`` read as ``submitted``)."""
+    status = answer.get("status")
+    if status is None or not str(status).strip():
+        return None
+    return str(status).strip().rpartition(".")[2].lower()
+
+
 def argilla_annotations(data: Any) -> Iterator[Annotation]:
-    """Responses of Argilla records (``to_json`` / ``to_list(flatten=False)`` form); only
-    submitted responses count, suggestions are never read."""
+    """Responses of Argilla records (``to_dict`` form, with each response's ``status``); only
+    submitted responses count; draft and discarded ones, and responses without a status, are
+    yielded as not submitted (counted, never imported); suggestions are never read."""
     if not isinstance(data, list):
         raise QueueError("an Argilla export is a JSON array of records")
     for r, record in enumerate(data, start=1):
@@ -245,18 +286,25 @@ def argilla_annotations(data: Any) -> Iterator[Annotation]:
         meta = record.get("metadata") or {}
         item_id = meta.get("item_id") or record.get("id")
         by_user: dict[str, dict[str, Any]] = {}
+        statuses: dict[str, set[str]] = {}
         for question, answers in record["responses"].items():
             for answer in answers or []:
-                if answer.get("status", "submitted") != "submitted":
-                    continue
+                if not isinstance(answer, dict):
+                    raise QueueError(f"record {r}: a response to {question!r} is not an object")
                 user = str(answer.get("user_id") or "")
                 by_user.setdefault(user, {})[question] = answer.get("value")
+                statuses.setdefault(user, set()).add(_status(answer) or MISSING_STATUS)
         for user, values in by_user.items():
+            status = statuses[user]
+            # a user's response is one unit in Argilla: submitted only when every answer says so
+            skip = None if status == {"submitted"} else (
+                MISSING_STATUS if MISSING_STATUS in status
+                else sorted(status - {"submitted"})[0])
             yield Annotation(
                 where=f"record {r} ({item_id}) user {user}", item_id=item_id,
                 claim_id=meta.get("claim_id"), annotator=user,
                 label=_first(values.get("label")), subtype=_first(values.get("subtype")),
-                note=_first(values.get("note")),
+                note=_first(values.get("note")), not_submitted=skip,
             )
 
 
@@ -284,7 +332,15 @@ def import_annotations(
     seen: dict[tuple[str, str], str] = {}
     annotations = list(reader(_load(path)))
     current = current_reviews(store, [i["subject"] for i in items])
+    aliases = store.reviewer_alias_map()
     for ann in annotations:
+        if ann.not_submitted == MISSING_STATUS:
+            result.missing_status += 1
+            continue
+        if ann.not_submitted is not None:
+            result.not_submitted[ann.not_submitted] = (
+                result.not_submitted.get(ann.not_submitted, 0) + 1)
+            continue
         if ann.label is None:
             result.blank += 1
             continue
@@ -295,11 +351,13 @@ def import_annotations(
             if item is None:
                 raise ReviewError(f"item {ann.item_id!r} is not in queue {queue['id']}")
             annotator = human_annotator(ann.annotator, store)
-            key = (item["subject"], annotator)
+            who = aliases.get(annotator, annotator)  # one person under several ids
+            key = (item["subject"], who)
             if key in seen:
-                raise ReviewError(f"{annotator} already labelled this item ({seen[key]})")
+                raise ReviewError(f"{annotator} ({who}) already labelled this item "
+                                  f"({seen[key]})")
             seen[key] = ann.where
-            mine = [r for r in current.get(item["subject"], []) if r["annotator"] == annotator]
+            mine = [r for r in current.get(item["subject"], []) if r["annotator"] == who]
             if mine and (mine[-1]["label"], mine[-1]["subtype"], mine[-1]["note"]) == (
                 ann.label, ann.subtype or None, ann.note
             ):
@@ -312,6 +370,13 @@ def import_annotations(
             ))
         except ReviewError as exc:
             result.errors.append(f"{ann.where}: {exc}")
+    if result.missing_status:
+        result.warnings.append(
+            f"refused {result.missing_status} response(s) without a status: only submitted "
+            f"responses become reviews. {ARGILLA_STATUS_HELP}")
+    if result.not_submitted:
+        result.warnings.append("left out what was not submitted: " + ", ".join(
+            f"{n} {why}" for why, n in sorted(result.not_submitted.items())))
     if not result.errors and not dry_run:
         result.imported = len(append_reviews(store, todo))
     elif dry_run and not result.errors:

@@ -1,9 +1,10 @@
 """Queue export (JSONL / CSV, for teams that label in other tools) and label import.
 
-Export lines are blind by default: no judge label, subtype or rationale, and reasons that
-would name the label read ``judge_flagged``. ``reveal=True`` adds the judge's opinion (for
-adjudication). Import reads ``label`` / ``subtype`` / ``note`` back from such a file, validates
-every line first (errors carry line numbers) and stores nothing unless every line is valid.
+Export lines are blind by default (:mod:`judge.review.blind`): no judge label, subtype or
+rationale, no reasons, stratum, weight or reading position, in the queue's shuffled export
+order. ``reveal=True`` adds all of it, in reading order (for adjudication). Import reads
+``label`` / ``subtype`` / ``note`` back from such a file, validates every line first (errors
+carry line numbers) and stores nothing unless every line is valid.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from judge.records.strictjson import loads
+from judge.review.blind import visible_items
 from judge.review.export import csv_lines
-from judge.review.queue import QueueError, blind_reasons, get_queue, queue_items
+from judge.review.queue import QueueError, get_queue, item_verdict, queue_items
 from judge.review.reviews import (
     DEFAULT_GUIDELINE_VERSION,
+    STATES,
     ReviewError,
     append_reviews,
     check_label,
@@ -28,12 +31,14 @@ from judge.review.reviews import (
 )
 from judge.store import Store
 
+#: The fields of a blind export line.
 EXPORT_FIELDS = (
     "item_id", "queue_id", "claim_id", "answer_id", "kind", "claim", "question", "answer",
-    "citations", "sources", "reasons", "priority", "stratum", "stratum_size", "sample_size",
-    "weight", "reviews_required", "state",
+    "citations", "sources", "reviews_required", "state",
 )
-REVEAL_FIELDS = ("judge_label", "judge_subtype", "judge_rationale", "judge_version", "category")
+#: The fields ``--reveal`` adds: the judge's opinion and the queue's design.
+REVEAL_FIELDS = ("reasons", "priority", "stratum", "stratum_size", "sample_size", "weight",
+                 "judge_label", "judge_subtype", "judge_rationale", "judge_version", "category")
 #: Columns a labelled file gives back.
 LABEL_FIELDS = ("label", "subtype", "note")
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
@@ -42,42 +47,39 @@ MAX_IMPORT_BYTES = 64 * 1024 * 1024
 def export_lines(
     store: Store, queue_id: str | None = None, reveal: bool = False, status: str | None = None
 ) -> Iterator[dict[str, Any]]:
+    if status is not None and status not in STATES:
+        raise QueueError(f"status {status!r} is not one of: {', '.join(STATES)}")
     queue = get_queue(store, queue_id)
     records: dict[str, Any] = {}
-    for item in queue_items(store, queue["id"], status=status):
+    full = {i["id"]: i for i in queue_items(store, queue["id"])}
+    for shown in visible_items(store, queue["id"], full.values(), reveal=reveal):
+        if status is not None and shown["state"] != status:
+            continue
+        item = full[shown["id"]]
         answer_id = item["answer_id"]
         if answer_id not in records:
             records[answer_id] = store.answer_record(answer_id)
         record = records[answer_id]
-        verdict = None
-        if item["kind"] == "claim":
-            verdict = next(
-                (
-                    r for r in store.verdict_rows(answer_id=answer_id,
-                                                  judge_version=item["judge_version"])
-                    if r["claim_id"] == item["claim_id"]
-                ),
-                None,
-            )
+        verdict = item_verdict(store, item)
+        claim = store.claim_row(item["claim_id"]) if item["claim_id"] else None
         line: dict[str, Any] = {
             "item_id": item["id"], "queue_id": item["queue_id"], "claim_id": item["claim_id"],
             "answer_id": answer_id, "kind": item["kind"],
-            "claim": verdict["claim"] if verdict else (record.answer if record else None),
+            "claim": claim["text"] if claim else (record.answer if record else None),
             "question": record.question if record else None,
             "answer": record.answer if record else None,
-            "citations": verdict["citations"] if verdict else [],
+            "citations": claim["citations"] if claim else [],
             "sources": [
                 s.model_dump(mode="json", by_alias=True, exclude_none=True)
                 for s in (record.sources if record else [])
             ],
-            "reasons": item["reasons"] if reveal else blind_reasons(item["reasons"]),
-            "priority": item["position"], "stratum": item["stratum"],
-            "stratum_size": item["stratum_size"], "sample_size": item["sample_size"],
-            "weight": item["weight"], "reviews_required": item["reviews_required"],
-            "state": item["state"],
+            "reviews_required": item["reviews_required"], "state": item["state"],
         }
         if reveal:
             line.update({
+                "reasons": item["reasons"], "priority": item["position"],
+                "stratum": item["stratum"], "stratum_size": item["stratum_size"],
+                "sample_size": item["sample_size"], "weight": item["weight"],
                 "judge_label": verdict["label"] if verdict else None,
                 "judge_subtype": verdict["subtype"] if verdict else None,
                 "judge_rationale": verdict["rationale"] if verdict else None,
@@ -100,10 +102,17 @@ class ImportResult:
     unchanged: int = 0
     blank: int = 0
     errors: list[str] = field(default_factory=list)
+    #: Annotations a person did not submit (Argilla draft / discarded responses, Label Studio
+    #: cancelled or skipped annotations and drafts), by status: never imported.
+    not_submitted: dict[str, int] = field(default_factory=dict)
+    #: Responses whose status the file does not say (Argilla ``records.to_json``): refused.
+    missing_status: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"imported": self.imported, "unchanged": self.unchanged, "blank": self.blank,
-                "errors": self.errors}
+                "errors": self.errors, "not_submitted": self.not_submitted,
+                "missing_status": self.missing_status, "warnings": self.warnings}
 
 
 @dataclass

@@ -49,12 +49,12 @@ def _revision(store: Store, review: dict[str, Any]) -> dict[str, Any] | None:
     """The annotator's original label when their current one is a changed revision."""
     if review["revision"] <= 1:
         return None
-    first = store.first_review(review["subject"], review["annotator"])
+    first = store.first_review(review["subject"], review.get("annotator_id", review["annotator"]))
     if first is None or (first["label"], first["subtype"]) == (review["label"], review["subtype"]):
         return None
     return {
         "original_label": first["label"], "original_subtype": first["subtype"],
-        "original_annotator": first["annotator"], "reason": review["note"] or "(no reason given)",
+        "original_annotator": review["annotator"], "reason": review["note"] or "(no reason given)",
         "revised_by": review["annotator"], "revised_at": review["created_at"],
     }
 
@@ -74,8 +74,9 @@ def gold_lines(
     summary = summary if summary is not None else GoldSummary()
     items = _gold_scope(store, queue_id)
     subjects = [i["subject"] for i in items]
-    reviews = current_reviews(store, subjects)
+    reviews = current_reviews(store, subjects)  # one per person (aliases resolved)
     adjudications = current_adjudications(store, subjects)
+    aliases = store.reviewer_alias_map()
     records: dict[str, Any] = {}
     for item in items:
         subject = item["subject"]
@@ -96,7 +97,9 @@ def gold_lines(
             continue
         if adjudication is not None:
             label, subtype = adjudication["label"], adjudication["subtype"]
-            annotator, guideline = adjudication["adjudicator"], adjudication["guideline_version"]
+            annotator, guideline = (aliases.get(adjudication["adjudicator"],
+                                                adjudication["adjudicator"]),
+                                    adjudication["guideline_version"])
         else:
             label, subtype = humans[0]["label"], humans[0]["subtype"]
             annotator, guideline = humans[0]["annotator"], humans[0]["guideline_version"]
@@ -128,7 +131,7 @@ def gold_lines(
             "review_status": state,
             "revision": None if adjudication is not None else _revision(store, humans[0]),
             "adjudication": None if adjudication is None else {
-                "id": adjudication["id"], "adjudicator": adjudication["adjudicator"],
+                "id": adjudication["id"], "adjudicator": annotator,
                 "reason": adjudication["reason"], "decided_at": adjudication["created_at"],
                 "original_labels": [
                     {"annotator": r["annotator"], "label": r["label"], "subtype": r["subtype"],

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import secrets
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -333,6 +334,13 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> lis
     return list(by_subject.values())
 
 
+def item_id(queue_id: str, subject: str) -> str:
+    """An item's id: its queue and a digest of its subject, so the id tells nothing of the
+    item's place in the reading order (queues built before this rule numbered their items
+    ``<queue>-00001`` in reading order)."""
+    return f"{queue_id}-{content_hash([queue_id, subject])[:12]}"
+
+
 def build_queue(
     store: Store,
     run_ids: Sequence[str] | None = None,
@@ -385,7 +393,7 @@ def build_queue(
     for position, c in enumerate(chosen, start=1):
         s = strata[c.stratum]
         rows.append({
-            "id": f"{queue_id}-{position:05d}", "queue_id": queue_id, "position": position,
+            "id": item_id(queue_id, c.subject), "queue_id": queue_id, "position": position,
             "subject": c.subject, "kind": c.kind, "claim_id": c.claim_id,
             "answer_id": c.answer_id, "verdict_id": c.verdict_id,
             "judge_version": c.judge_version, "run_id": c.run_id, "category": c.category,
@@ -400,6 +408,7 @@ def build_queue(
             "double_fraction": options.double_fraction, "priority": json.dumps(list(order)),
             "ordering": options.order,
             "strata": json.dumps(strata), "items": len(rows), "created_by": created_by,
+            "blind_seed": secrets.randbits(62),
         }, rows)
     return QueueSummary(
         queue_id=queue_id, run_ids=run_ids, seed=options.seed, items=len(rows), strata=strata,
@@ -433,8 +442,9 @@ def queue_items(
     category: str | None = None,
     needs_review_by: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Items in queue order with their review state. ``needs_review_by`` (an annotator id)
-    keeps the items that still need that annotator's review."""
+    """Items in queue order with their review state and ``reviewers`` (the people who reviewed
+    each, aliases resolved). ``needs_review_by`` (an annotator id) keeps the items that still
+    need that person's review."""
     if status is not None and status not in STATES:
         raise QueueError(f"status {status!r} is not one of: {', '.join(STATES)}")
     if stratum is not None and stratum not in STRATA:
@@ -442,6 +452,8 @@ def queue_items(
     if category is not None and category not in DEFAULT_PRIORITY:
         raise QueueError(f"category {category!r} is not one of: {', '.join(DEFAULT_PRIORITY)}")
     rows = store.queue_item_rows(queue_id)
+    if needs_review_by:
+        who = store.reviewer_alias_map().get(needs_review_by, needs_review_by)
     subjects = [r["subject"] for r in rows]
     reviews = current_reviews(store, subjects)
     adjudications = current_adjudications(store, subjects)
@@ -457,19 +469,32 @@ def queue_items(
             continue
         if category and row["category"] != category:
             continue
-        if needs_review_by and not needs_review(row, needs_review_by):
+        if needs_review_by and not needs_review(row, who):
             continue
         out.append(row)
     return out
 
 
 def needs_review(item: dict[str, Any], annotator: str) -> bool:
-    """Whether ``annotator`` should review this item (it has fewer reviews than required,
+    """Whether ``annotator`` (a person: resolve aliases first, :func:`judge.review.aliases.person`)
+    should review this item (it has fewer reviews than required,
     none of them theirs, and it awaits no adjudication)."""
     return (
         item["state"] in ("pending", "needs_second_review")
         and annotator not in item["reviewers"]
     )
+
+
+def item_verdict(store: Store, item: dict[str, Any]) -> dict[str, Any] | None:
+    """The judge's verdict an item stands for, as a claim-level row: the current verdict of
+    its claim by its judge version (a retry of a ``judge_error`` that kept the claim gives a
+    new verdict under the same id, which supersedes the old one the way a new judge version
+    does), else the verdict a retry replaced (``superseded`` set: the retry split the answer
+    into other claims). The item and its reviews stay attached to the claim either way.
+    None for a refused answer."""
+    if item["kind"] != "claim" or not item.get("claim_id") or not item.get("judge_version"):
+        return None
+    return store.claim_verdict_row(item["judge_version"], item["claim_id"])
 
 
 def get_item(store: Store, item_id: str) -> dict[str, Any]:

@@ -161,11 +161,17 @@ def review_history(store: Store, subject: str) -> list[dict[str, Any]]:
 
 
 def current_reviews(store: Store, subjects: Iterable[str] | None = None) -> dict[str, list[dict]]:
-    """Subject -> each annotator's latest review, in order of first review."""
+    """Subject -> each person's latest review, in order of first review. A person is an
+    annotator id with its aliases (:mod:`judge.review.aliases`): each row's ``annotator`` is
+    the person, ``annotator_id`` the id the review was given under."""
+    aliases = store.reviewer_alias_map()
     first_seen: dict[tuple[str, str], str] = {}
     latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in store.reviews_in_order(subjects):
-        key = (row["subject"], row["annotator"])
+    rows = sorted(store.reviews_in_order(subjects), key=lambda r: (r["created_at"], r["revision"]))
+    for row in rows:
+        who = aliases.get(row["annotator"], row["annotator"])
+        row = {**row, "annotator_id": row["annotator"], "annotator": who}
+        key = (row["subject"], who)
         first_seen.setdefault(key, row["created_at"])
         latest[key] = row
     out: dict[str, list[dict[str, Any]]] = {}
@@ -315,7 +321,9 @@ def adjudicate(
     prior = current_adjudications(store, [subject]).get(subject)
     if prior is None and not disagree(reviews):
         raise ReviewError(f"the reviewers of {subject} agree; there is nothing to adjudicate")
-    if not allow_reviewer and adjudicator in {r["annotator"] for r in reviews}:
+    aliases = store.reviewer_alias_map()
+    if not allow_reviewer and aliases.get(adjudicator, adjudicator) in {
+            r["annotator"] for r in reviews}:
         raise ReviewError(
             f"{adjudicator} reviewed {subject}; adjudication must come from someone else"
         )

@@ -15,6 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from judge.records import AnswerRecord
 from judge.records.strictjson import JSONLimitError, loads
+from judge.review.aliases import person
+from judge.review.blind import allowed_filter, visible_counts, visible_items, visible_queue
 from judge.review.gold_export import gold_lines
 from judge.review.queue import (
     DEFAULT_PRIORITY,
@@ -209,7 +211,7 @@ async def submit_batch(request: Request, user: User) -> dict[str, Any]:
     return {**job, "status": "running", "poll": f"/v1/runs/{job['run_id']}"}
 
 
-@router.get("/runs/{run_id}", tags=["judge"], summary="A run's status and summary")
+@router.get("/runs/{run_id:path}", tags=["judge"], summary="A run's status and summary")
 def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     require_role(user, "admin")
     try:
@@ -227,7 +229,7 @@ def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, A
     }
 
 
-@router.get("/answers/{answer_id}/verdicts", tags=["judge"], summary="An answer's verdicts")
+@router.get("/answers/{answer_id:path}/verdicts", tags=["judge"], summary="An answer's verdicts")
 def answer_verdicts(
     answer_id: str, user: User, store: Db, judge_version: str | None = None
 ) -> dict[str, Any]:
@@ -239,7 +241,8 @@ def answer_verdicts(
 # -- queue ------------------------------------------------------------------------------------
 
 
-@router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue")
+@router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue",
+             dependencies=[Depends(strict_json)])
 def create_queue(body: QueueIn, user: User, store: Db) -> dict[str, Any]:
     require_role(user, "admin")
     try:
@@ -259,16 +262,17 @@ def list_queues(request: Request, user: User, store: Db) -> list[dict[str, Any]]
     """Blind unless the server runs with ``reveal_judge``: the strata sizes (how many claims
     the judge passed or flagged) are left out."""
     keys = ["id", "created_at", "run_ids", "seed", "sample_rate", "min_sample",
-            "double_fraction", "items"]
-    if settings_of(request).reveal_judge:
-        keys.append("strata")
-    return [{k: q[k] for k in keys} for q in queues(store)]
+            "double_fraction", "items", "strata"]
+    reveal = settings_of(request).reveal_judge
+    return [{k: v for k, v in visible_queue(q, reveal).items() if k in keys}
+            for q in queues(store)]
 
 
-#: What a blind queue listing shows of an item: nothing that tells the judge's label (no
-#: stratum, reasons, category, risk order, position or weight).
+#: What a blind queue listing shows of an item (:mod:`judge.review.blind`): nothing that
+#: tells the judge's label (no stratum, reasons, category, risk order, position or weight);
+#: ``number`` is the item's place in the caller's own shuffled order.
 BLIND_ITEM = ("item_id", "queue_id", "claim_id", "answer_id", "kind", "reviews_required",
-              "state")
+              "state", "number")
 
 
 def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
@@ -276,6 +280,7 @@ def _item_summary(item: dict[str, Any], reveal: bool) -> dict[str, Any]:
         "item_id": item["id"], "queue_id": item["queue_id"], "claim_id": item["claim_id"],
         "answer_id": item["answer_id"], "kind": item["kind"],
         "reviews_required": item["reviews_required"], "state": item["state"],
+        "number": item["number"],
     }
     if reveal:
         out.update({
@@ -305,7 +310,7 @@ class ItemPageParams:
 ItemPage = Annotated[ItemPageParams, Depends()]
 
 
-@router.get("/queues/{queue_id}/items", tags=["queue"],
+@router.get("/queues/{queue_id:path}/items", tags=["queue"],
             summary="List and filter a queue's items ('latest': the newest queue)")
 def list_queue_items(
     queue_id: str, request: Request, user: User, store: Db, page: ItemPage
@@ -326,25 +331,27 @@ def list_queue(
     queue_id: str | None = Query(default=None, max_length=100),
 ) -> dict[str, Any]:
     """Blind unless the server runs with ``reveal_judge`` (whatever the caller's role): items
-    come in a neutral order (by item id) without stratum, reasons, category, position or
-    weight, and filtering by stratum is refused (it would tell the judge's label)."""
+    come in the caller's own shuffled order (numbered in it) without stratum, reasons,
+    category, position or weight, and filtering by stratum is refused (it would tell the
+    judge's label): :mod:`judge.review.blind`."""
     status, stratum, mine = page.status, page.stratum, page.mine
     reveal = settings_of(request).reveal_judge
-    if stratum is not None and not reveal:
-        raise HTTPException(403, "filtering by stratum tells the judge's label; the server "
-                                 "runs blind (reveal_judge is off)")
+    try:
+        allowed_filter(stratum, reveal)
+    except QueueError as exc:
+        raise HTTPException(403, f"{exc}; the server runs blind (reveal_judge is off)"
+                            ) from exc
     try:
         queue = get_queue(store, queue_id)
         everything = queue_items(store, queue["id"])
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
+    me = person(store, user.annotator)
     items = [
-        i for i in everything
+        i for i in visible_items(store, queue["id"], everything, reveal=reveal, viewer=me)
         if (status is None or i["state"] == status) and (stratum is None or i["stratum"] == stratum)
-        and (not mine or needs_review(i, user.annotator))
+        and (not mine or needs_review(i, me))
     ]
-    if not reveal:  # the queue's order is the judge's risk order: not shown blind
-        items.sort(key=lambda i: i["id"])
     return {
         "queue_id": queue["id"], "total": len(items), "offset": page.offset,
         "states": state_counts(everything),
@@ -352,27 +359,29 @@ def list_queue(
     }
 
 
-@router.get("/items/{item_id}", tags=["queue"], summary="One item as a reviewer sees it")
+@router.get("/items/{item_id:path}", tags=["queue"], summary="One item as a reviewer sees it")
 def get_queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     return queue_item(item_id, request, user, store)
 
 
-@router.get("/queue/items/{item_id}", tags=["queue"], deprecated=True,
+@router.get("/queue/items/{item_id:path}", tags=["queue"], deprecated=True,
             summary="One item (use /v1/items/{item_id})")
 def queue_item(item_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
     try:
         item = get_item(store, item_id)
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
+    me = person(store, user.annotator)
     mine = [r for r in current_reviews(store, [item["subject"]]).get(item["subject"], [])
-            if r["annotator"] == user.annotator]
+            if r["annotator"] == me]
     return item_view(store, item, settings_of(request).reveal_judge, mine[0] if mine else None)
 
 
 # -- reviews ----------------------------------------------------------------------------------
 
 
-@router.post("/reviews", status_code=201, tags=["review"], summary="Submit a review")
+@router.post("/reviews", status_code=201, tags=["review"], summary="Submit a review",
+             dependencies=[Depends(strict_json)])
 def submit_review(body: ReviewIn, request: Request, user: User, store: Db) -> dict[str, Any]:
     """Recorded with the token's identity as annotator and the server's guideline version."""
     try:
@@ -409,11 +418,14 @@ def list_reviews(
     """Reviewers see their own rows only; adjudicators and admins see everyone's."""
     rows = review_history(store, subject)
     if not user.can("adjudicator"):
-        rows = [r for r in rows if r["annotator"] == user.annotator]
+        aliases = store.reviewer_alias_map()
+        me = aliases.get(user.annotator, user.annotator)
+        rows = [r for r in rows if aliases.get(r["annotator"], r["annotator"]) == me]
     return rows
 
 
-@router.post("/adjudications", status_code=201, tags=["review"], summary="Decide a disagreement")
+@router.post("/adjudications", status_code=201, tags=["review"], summary="Decide a disagreement",
+             dependencies=[Depends(strict_json)])
 def submit_adjudication(
     body: AdjudicationIn, request: Request, user: User, store: Db
 ) -> dict[str, Any]:
@@ -458,6 +470,4 @@ def stats(request: Request, user: User, store: Db, queue_id: str | None = None
         counts = dashboard_counts(store, queue_id)
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
-    if not settings_of(request).reveal_judge:
-        counts.pop("strata", None)
-    return counts
+    return visible_counts(counts, settings_of(request).reveal_judge)

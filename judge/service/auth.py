@@ -1,6 +1,8 @@
 """Authentication: bearer tokens for the API, a login form (itself CSRF-protected by a double
 submitted token) that sets an HttpOnly session cookie for the review pages, and a per-session
-CSRF token for their forms."""
+CSRF token for their forms. Wrong tokens are throttled per client (:class:`FailureThrottle`):
+after :data:`MAX_FAILURES` wrong tokens within :data:`FAILURE_WINDOW_S` seconds a client gets
+429 (with ``Retry-After``) until the oldest failure leaves the window, whatever it sends."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import hmac
 import secrets
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import HTTPException, Request
@@ -33,12 +37,79 @@ class LoginRequired(Exception):
         self.next_url = next_url
 
 
+#: Wrong tokens a client may send within :data:`FAILURE_WINDOW_S` before it is refused (429).
+MAX_FAILURES = 10
+FAILURE_WINDOW_S = 60.0
+#: Clients remembered at most (the oldest are forgotten first).
+MAX_CLIENTS = 10_000
+
+
+class Throttled(HTTPException):
+    """Too many wrong tokens from this client: 429 with the seconds to wait."""
+
+    def __init__(self, wait: float) -> None:
+        seconds = max(1, int(wait + 0.999))
+        super().__init__(429, f"too many wrong tokens from this client; try again in {seconds} s",
+                         headers={"Retry-After": str(seconds)})
+
+
+class FailureThrottle:
+    """Wrong tokens per client (its address) in a sliding window, in this process."""
+
+    def __init__(self, limit: int = MAX_FAILURES, window_s: float = FAILURE_WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.window_s, self._clock = limit, window_s, clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, client: str, stamp: float) -> deque[float]:
+        seen = self._failures.get(client)
+        if seen is None:
+            return deque()
+        while seen and seen[0] <= stamp - self.window_s:
+            seen.popleft()
+        if not seen:
+            del self._failures[client]
+        return seen
+
+    def wait(self, client: str) -> float:
+        """Seconds ``client`` must wait before a token is checked again (0: go ahead)."""
+        with self._lock:
+            stamp = self._clock()
+            seen = self._recent(client, stamp)
+            return seen[0] + self.window_s - stamp if len(seen) >= self.limit else 0.0
+
+    def failed(self, client: str) -> None:
+        with self._lock:
+            stamp = self._clock()
+            seen = self._recent(client, stamp)
+            if not seen:
+                if len(self._failures) >= MAX_CLIENTS:
+                    del self._failures[next(iter(self._failures))]
+                self._failures[client] = seen
+            seen.append(stamp)
+
+    def check(self, client: str) -> None:
+        """Raise :class:`Throttled` while ``client`` must wait."""
+        wait = self.wait(client)
+        if wait > 0:
+            raise Throttled(wait)
+
+
+def client_of(request: Request) -> str:
+    """The client a request comes from (its address; behind a proxy, the proxy's unless the
+    server trusts forwarded headers)."""
+    return request.client.host if request.client else "unknown"
+
+
 class Authenticator:
-    def __init__(self, tokens: dict[str, Identity], session_hours: float) -> None:
+    def __init__(self, tokens: dict[str, Identity], session_hours: float,
+                 throttle: FailureThrottle | None = None) -> None:
         self._tokens = dict(tokens)
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._ttl = session_hours * 3600
+        self.throttle = throttle or FailureThrottle()
 
     def identity_for_token(self, token: str) -> Identity | None:
         found = None
@@ -49,9 +120,13 @@ class Authenticator:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def login(self, token: str) -> tuple[str, Session] | None:
+    def login(self, token: str, client: str = "unknown") -> tuple[str, Session] | None:
+        """A new session for a valid token; None for a wrong one (counted against
+        ``client``); :class:`Throttled` while the client must wait."""
+        self.throttle.check(client)
         identity = self.identity_for_token(token)
         if identity is None:
+            self.throttle.failed(client)
             return None
         sid = secrets.token_urlsafe(32)
         session = Session(identity, secrets.token_urlsafe(24), time.time() + self._ttl)
@@ -91,8 +166,11 @@ class Authenticator:
                 401, "authentication required: send 'Authorization: Bearer <token>'",
                 headers={"WWW-Authenticate": "Bearer"},
             )
+        client = client_of(request)
+        self.throttle.check(client)
         identity = self.identity_for_token(token.strip())
         if identity is None:
+            self.throttle.failed(client)
             raise HTTPException(401, "invalid token", headers={"WWW-Authenticate": "Bearer"})
         return identity
 

@@ -18,6 +18,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from judge.review.aliases import person
+from judge.review.blind import visible_counts, visible_items
 from judge.review.queue import CATEGORY_HELP, QueueError, get_queue, needs_review, queue_items
 from judge.review.reviews import (
     REVIEW_SUBTYPES,
@@ -26,7 +28,14 @@ from judge.review.reviews import (
     current_reviews,
     record_review,
 )
-from judge.service.auth import LOGIN_CSRF_COOKIE, SESSION_COOKIE, Session, require_role
+from judge.service.auth import (
+    LOGIN_CSRF_COOKIE,
+    SESSION_COOKIE,
+    Session,
+    Throttled,
+    client_of,
+    require_role,
+)
 from judge.service.settings import ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import excerpts, item_view, segments
@@ -123,7 +132,10 @@ async def login(request: Request) -> Response:
         return _login_page(request, target, status=403,
                            error="The login form is stale or was not sent by this site; "
                                  "log in again.")
-    done = request.app.state.auth.login(form.get("token", "").strip())
+    try:
+        done = request.app.state.auth.login(form.get("token", "").strip(), client_of(request))
+    except Throttled as exc:
+        return _login_page(request, target, status=429, error=str(exc.detail))
     if done is None:
         return _login_page(request, target, status=401, error="That token is not valid.")
     sid, _ = done
@@ -168,16 +180,28 @@ def _display_sources(view: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _reading(store: Store, request: Request, queue_id: str, annotator: str
+             ) -> tuple[str, list[dict[str, Any]]]:
+    """The viewer (a person, aliases resolved) and the queue's items in the order this viewer
+    reads them, each with its ``number`` (the ``pos`` of the pages): blind, the viewer's own
+    shuffled order; revealed, the reading order (:mod:`judge.review.blind`)."""
+    me = person(store, annotator)
+    full = {i["id"]: i for i in queue_items(store, queue_id)}
+    shown = visible_items(store, queue_id, full.values(),
+                          reveal=_settings(request).reveal_judge, viewer=me)
+    return me, [{**full[s["id"]], "number": s["number"]} for s in shown]
+
+
 def _review_context(
     store: Store, request: Request, session: Session, queue: dict[str, Any],
     items: list[dict[str, Any]], pos: int,
 ) -> dict[str, Any]:
-    me = session.identity.annotator
+    me = person(store, session.identity.annotator)
     item = items[pos - 1]
     mine = [r for r in current_reviews(store, [item["subject"]]).get(item["subject"], [])
             if r["annotator"] == me]
     view = item_view(store, item, _settings(request).reveal_judge, mine[0] if mine else None)
-    todo = [i["position"] for i in items if needs_review(i, me)]
+    todo = [i["number"] for i in items if needs_review(i, me)]
     later = [p for p in todo if p > pos] or [p for p in todo if p != pos]
     return {
         "queue": queue, "view": view, "pos": pos, "total": len(items),
@@ -209,7 +233,7 @@ def _list_rows(store: Store, queue: dict[str, Any], items: list[dict[str, Any]],
     for item in items:
         found = texts.get(item["id"], {})
         rows.append({
-            "id": item["id"], "position": item["position"], "answer_id": item["answer_id"],
+            "id": item["id"], "position": item["number"], "answer_id": item["answer_id"],
             "claim_id": item["claim_id"], "kind": item["kind"], "text": found.get("text") or "",
             "state": item["state"], "mine": me in item["reviewers"],
             "reviewed": bool(item["reviewers"]),
@@ -246,8 +270,8 @@ def review_list(
             queue_row = get_queue(store, queue)
         except QueueError as exc:
             return _no_queue(request, session, exc)
-        rows = _list_rows(store, queue_row, queue_items(store, queue_row["id"]),
-                          session.identity.annotator, reveal)
+        me, items = _reading(store, request, queue_row["id"], session.identity.annotator)
+        rows = _list_rows(store, queue_row, items, me, reveal)
     finally:
         store.close()
     choices = {
@@ -295,12 +319,12 @@ def review_page(request: Request, queue: str | None = None, pos: int | None = No
             q = get_queue(store, queue)
         except QueueError as exc:
             return _no_queue(request, session, exc)
-        items = queue_items(store, q["id"])
+        me, items = _reading(store, request, q["id"], session.identity.annotator)
         if not items:
             return render(request, "message.html", session=session, title="Nothing to review",
                           message=f"Queue {q['id']} holds no items.")
         if pos is None:
-            todo = [i["position"] for i in items if needs_review(i, session.identity.annotator)]
+            todo = [i["number"] for i in items if needs_review(i, me)]
             if not todo:
                 done = f"Saved item {saved}. " if saved else ""
                 return render(request, "message.html", session=session, title="All done",
@@ -327,7 +351,7 @@ async def review_submit(request: Request) -> Response:
     try:
         try:
             q = get_queue(store, form.get("queue"))
-            items = queue_items(store, q["id"])
+            me, items = _reading(store, request, q["id"], session.identity.annotator)
             pos = int(form.get("pos") or 0)
             if not 1 <= pos <= len(items) or items[pos - 1]["id"] != form.get("item_id"):
                 raise QueueError("the item is not at that position of the queue; reload the page")
@@ -347,9 +371,8 @@ async def review_submit(request: Request) -> Response:
             ctx = _review_context(store, request, session, q, items, pos)
             return render(request, "review.html", status=422, session=session, error=str(exc),
                           form=form, saved=None, **ctx)
-        items = queue_items(store, q["id"])
-        me = session.identity.annotator
-        todo = [i["position"] for i in items if needs_review(i, me)]
+        me, items = _reading(store, request, q["id"], session.identity.annotator)
+        todo = [i["number"] for i in items if needs_review(i, me)]
         later = [p for p in todo if p > pos] or todo
     finally:
         store.close()
@@ -368,7 +391,8 @@ def dashboard(request: Request, queue: str | None = None) -> Response:
     store = _store(request)
     try:
         try:
-            counts = dashboard_counts(store, queue)
+            counts = visible_counts(dashboard_counts(store, queue),
+                                    _settings(request).reveal_judge)
         except QueueError as exc:
             return _no_queue(request, session, exc)
     finally:

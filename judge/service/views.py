@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge.records import AnswerRecord
+from judge.review.queue import item_verdict
 from judge.store import Store
 from judge.text import best_passages, find_quote, lexical_overlap, split_sentences
 
@@ -177,29 +178,21 @@ def _check_summary(check: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _verdict_row(store: Store, item: dict[str, Any]) -> dict[str, Any] | None:
-    if item["kind"] != "claim":
-        return None
-    for row in store.verdict_rows(answer_id=item["answer_id"], judge_version=item["judge_version"]):
-        if row["claim_id"] == item["claim_id"]:
-            return row
-    return None
-
-
 def item_view(
     store: Store, item: dict[str, Any], reveal: bool = False,
     my_review: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything a reviewer needs for one item, as plain data (used by the page and the API)."""
     record: AnswerRecord | None = store.answer_record(item["answer_id"])
-    verdict = _verdict_row(store, item)
+    verdict = item_verdict(store, item)
     answer_text = record.answer if record else ""
     if item["kind"] == "answer":
         claim_text = answer_text
         citations: list[dict[str, Any]] = []
     else:
-        claim_text = verdict["claim"] if verdict else ""
-        citations = verdict["citations"] if verdict else []
+        claim = store.claim_row(item["claim_id"]) if item["claim_id"] else None
+        claim_text = claim["text"] if claim else ""
+        citations = claim["citations"] if claim else []
     mark = claim_span(answer_text, claim_text) if item["kind"] == "claim" else None
     checks = [
         c for c in (verdict["checks"] if verdict else [])
@@ -279,5 +272,6 @@ def item_view(
             "reasons": item["reasons"], "category": item["category"],
             "stratum": item["stratum"], "weight": item["weight"],
             "evidence": verdict["evidence"] if verdict else [],
+            "superseded": verdict["superseded"] if verdict else None,
         }
     return view

@@ -326,6 +326,33 @@ class AnswersMixin(RunsMixin):
             row["is_abstention"] = bool(row["is_abstention"])
             yield row
 
+    def claim_verdict_row(self, judge_version: str, claim_id: str) -> dict[str, Any] | None:
+        """A judge version's verdict of a claim as a claim-level row (as
+        :meth:`verdict_rows`); when a retry (``--retry-errors``) replaced it and judged the
+        answer's claims anew without this claim, the newest superseded row, marked
+        ``superseded`` with the time it was replaced. None when there never was one."""
+        vid = verdict_id(judge_version, claim_id)
+        row = self.one(
+            "select v.*, c.text as claim, c.citations, c.idx, c.origin, c.is_abstention "
+            "from verdicts v join claims c on c.id = v.claim_id where v.id = ?", [vid])
+        superseded_at = None
+        if row is None:
+            old = self.one("select row, superseded_at from superseded_verdicts where id = ? "
+                           "order by seq desc limit 1", [vid])
+            claim = self.one("select text, citations, idx, origin, is_abstention from claims "
+                             "where id = ?", [claim_id])
+            if old is None or claim is None:
+                return None
+            row = {**json.loads(old["row"]), "claim": claim["text"], **{
+                k: claim[k] for k in ("citations", "idx", "origin", "is_abstention")}}
+            superseded_at = old["superseded_at"]
+        for key in _JSON_COLUMNS:
+            row[key] = json.loads(row[key]) if row.get(key) else []
+        row["review"] = bool(row["review"])
+        row["is_abstention"] = bool(row["is_abstention"])
+        row["superseded"] = superseded_at
+        return row
+
     def run_answer_rows(self, run_id: str) -> list[dict[str, Any]]:
         return list(
             self.db.query("select * from run_answers where run_id = ? order by line", [run_id])

@@ -482,7 +482,29 @@ def m009_superseded(db: sqlite_utils.Database) -> None:
 
 
 @migration
-def m010_probe_heads(db: sqlite_utils.Database) -> None:
+def m010_blind_seed(db: sqlite_utils.Database) -> None:
+    """The seed of a queue's blind orders (the shuffled order of a blind export, each
+    reviewer's order on the review pages): random per queue, recorded so that every order is
+    reproducible from the store, and never shown to a blind reviewer. Null for queues built
+    before; set the first time a blind order is needed."""
+    db.table("queues").add_column("blind_seed", int)
+
+
+@migration
+def m010_reviewer_aliases(db: sqlite_utils.Database) -> None:
+    """Which person an annotator id belongs to (``judge reviewers alias``): one person who
+    reviews under several ids (the web login, an e-mail from Label Studio, an Argilla user id)
+    counts once in agreement, double review and "reviewed by you". An id without a row is its
+    own person."""
+    db.table("reviewer_aliases").create(
+        {"annotator": str, "person": str, "created_at": str, "created_by": str},
+        pk="annotator",
+    )
+    db.table("reviewer_aliases").create_index(["person"])
+
+
+@migration
+def m011_probe_heads(db: sqlite_utils.Database) -> None:
     """The probe heads (strategy ``probe``) of the judge versions run on this store, by the
     sha256 the config pins, with the file's text: a stored run replays, and ``judge fit``
     refits, wherever the head file has gone since."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 from judge.store.base import StoreBase
@@ -51,6 +52,20 @@ class QueuesMixin(StoreBase):
         row = self.one(
             "select * from queue_items where claim_id = ? order by rowid desc limit 1", [claim_id])
         return _item(row) if row else None
+
+    def queue_blind_seed(self, queue_id: str) -> int:
+        """The queue's blind seed (:mod:`judge.review.blind`), drawn and recorded the first
+        time it is needed for a queue built without one."""
+        row = self.one("select blind_seed from queues where id = ?", [queue_id])
+        if row is not None and row["blind_seed"] is not None:
+            return int(row["blind_seed"])
+        with self.transaction():
+            self.db.execute("update queues set blind_seed = ? where id = ? and blind_seed is null",
+                            [secrets.randbits(62), queue_id])
+        row = self.one("select blind_seed from queues where id = ?", [queue_id])
+        if row is None:
+            raise KeyError(queue_id)
+        return int(row["blind_seed"])
 
     def queue_item_texts(self, queue_id: str) -> dict[str, dict[str, Any]]:
         """Item id -> the claim's text (an answer's, for a refused answer), the judge's label

@@ -70,6 +70,32 @@ class ReviewsMixin(StoreBase):
         with self.transaction():
             self.db.table("adjudications").insert(row)
 
+    # -- reviewer aliases (judge.review.aliases) ---------------------------------------------
+
+    def reviewer_alias_map(self) -> dict[str, str]:
+        """Annotator id -> person."""
+        if not self.db.table("reviewer_aliases").exists():
+            return {}
+        return {r["annotator"]: r["person"]
+                for r in self.db.query("select annotator, person from reviewer_aliases")}
+
+    def reviewer_alias_rows(self) -> list[dict[str, Any]]:
+        return self.rows("select * from reviewer_aliases order by person, annotator")
+
+    def set_reviewer_alias(self, row: dict[str, Any]) -> None:
+        """Record an alias and keep the map flat: ids that named ``row['annotator']`` as their
+        person now name ``row['person']``."""
+        with self.transaction():
+            self.db.table("reviewer_aliases").insert(row, replace=True)
+            self.db.execute("update reviewer_aliases set person = ? where person = ?",
+                            [row["person"], row["annotator"]])
+
+    def remove_reviewer_alias(self, annotator: str) -> bool:
+        with self.transaction():
+            cursor = self.db.execute("delete from reviewer_aliases where annotator = ?",
+                                     [annotator])
+        return bool(cursor.rowcount)
+
     def reviewed_queue_items(self, queue_id: str | None = None) -> list[dict[str, Any]]:
         """Queue items whose subject has a review (of one queue, or all), oldest queue first,
         each with its queue's creation time."""

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judge.cli import _register, app
+from judge.review.blind import BLIND_FIELDS
 from judge.review.queue import QueueOptions, build_queue, queue_items
 from tests.review_helpers import known_store
 
@@ -77,15 +78,22 @@ def test_runs_and_queue_list_with_text_fitting_the_terminal(runner: CliRunner, d
         assert shown.exit_code == 0, shown.stdout
         lines = shown.stdout.splitlines()[2:]
         assert all(len(line) <= max(width, 90) for line in lines)
-        ids = re.findall(r"q-[0-9a-f]{12}-\d{5}", shown.stdout)
+        ids = re.findall(r"q-[0-9a-f]{12}-[0-9a-f]{12}", shown.stdout)
         assert len(ids) == len(lines)  # every id whole, one per line
     wide = runner.invoke(app, ["queue", "list", "--db", db], env={"COLUMNS": "200"}).stdout
-    assert "Item" in wide and "judge_flagged" in wide and "label:" not in wide
+    assert "Item" in wide and "judge_flagged" not in wide and "label:" not in wide
+    assert "passed" not in wide and "flagged" not in wide and "stratum" not in wide
     revealed = runner.invoke(app, ["queue", "list", "--db", db, "--reveal", "--json"])
     item = json.loads(revealed.stdout)["items"][0]
-    assert {"claim", "support", "judge_label", "reasons"} <= set(item)
+    assert {"claim", "support", "judge_label", "reasons", "stratum", "position"} <= set(item)
     blind = json.loads(runner.invoke(app, ["queue", "list", "--db", db, "--json"]).stdout)
-    assert "support" not in blind["items"][0] and blind["items"][0]["claim"]
+    assert blind["items"][0]["claim"] and blind["items"][0]["number"] == 1
+    for shown in blind["items"]:  # the one blind rule of the service and the exports
+        assert set(shown) == {*BLIND_FIELDS, "number", "claim"}
+    revealed_all = json.loads(revealed.stdout)["items"]
+    assert [i["id"] for i in blind["items"]] != [i["id"] for i in revealed_all]
+    refused = runner.invoke(app, ["queue", "list", "--db", db, "--stratum", "passed"])
+    assert refused.exit_code == 1 and "--reveal" in refused.output
 
 
 def test_show_takes_a_claim_id_and_prints_support(runner: CliRunner, db: str,

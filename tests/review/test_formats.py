@@ -19,6 +19,7 @@ from judge.review.annotation_tools import (
     import_annotations,
     label_studio_tasks,
 )
+from judge.review.blind import visible_items
 from judge.review.export import export_rows, to_csv
 from judge.review.gold_export import gold_lines
 from judge.review.queue import QueueOptions, build_queue, queue_items
@@ -156,14 +157,20 @@ def test_a_record_without_reference_keeps_its_content_hash() -> None:
 
 
 def _queue(tmp_path: Path) -> tuple[Store, str, list[dict]]:
+    """A queue and its items in the order of its blind exports."""
     store = known_store(tmp_path)
     summary = build_queue(store, options=QueueOptions(sample_rate=0.1, double_fraction=0.0))
-    return store, summary.queue_id, queue_items(store, summary.queue_id)
+    full = {i["id"]: i for i in queue_items(store, summary.queue_id)}
+    order = visible_items(store, summary.queue_id, full.values(), reveal=False)
+    return store, summary.queue_id, [full[i["id"]] for i in order]
 
 
 def _blind(text: str) -> None:
     assert RATIONALE_SENTINEL not in text and "label:" not in text
     assert "not_in_source" not in text.replace("<Choice value=\"not_in_source\"/>", "")
+    for judged in ("stratum", "weight", "priority", "reasons", "judge_flagged", "passed",
+                   "flagged", "check:", "category", "sample_size", "judge_version"):
+        assert judged not in text, judged
 
 
 def test_label_studio_tasks_out_blind_annotations_back_as_reviews_then_gold(
@@ -225,8 +232,9 @@ def test_argilla_records_out_responses_back_suggestions_never_read(tmp_path: Pat
     _blind(json.dumps(records, ensure_ascii=False))
     # dataset.records.to_json(): responses by user id; a model's suggestion beside them
     user = "5a1c2e3f-0000-4000-8000-00000000abcd"
-    records[0]["responses"] = {"label": [{"value": "contradicted", "user_id": user}],
-                               "subtype": [{"value": "misattribution", "user_id": user}]}
+    records[0]["responses"] = {
+        "label": [{"value": "contradicted", "user_id": user, "status": "submitted"}],
+        "subtype": [{"value": "misattribution", "user_id": user, "status": "submitted"}]}
     records[0]["suggestions"] = {"label": {"value": "supported", "score": 0.9,
                                            "agent": "gpt-4o"}}
     records[1]["responses"] = {"label": [{"value": "supported", "user_id": user,
@@ -240,7 +248,8 @@ def test_argilla_records_out_responses_back_suggestions_never_read(tmp_path: Pat
     assert reviews[items[0]["subject"]][0]["annotator"] == f"human:{user}"
     assert reviews[items[0]["subject"]][0]["label"] == "contradicted"
     # an annotator id naming a model seen in the store is refused
-    records[1]["responses"] = {"label": [{"value": "supported", "user_id": "judge-model"}]}
+    records[1]["responses"] = {"label": [{"value": "supported", "user_id": "judge-model",
+                                          "status": "submitted"}]}
     path.write_text(json.dumps(records), encoding="utf-8")
     refused = judge.import_reviews(path, "argilla", db=store, queue=queue_id)
     assert refused.imported == 0 and "names a model" in refused.errors[0]

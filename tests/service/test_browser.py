@@ -20,7 +20,8 @@ import pytest
 
 from judge.api import judge_file
 from judge.config import JudgeConfig
-from judge.review.queue import QueueOptions, build_queue
+from judge.review.blind import visible_items
+from judge.review.queue import QueueOptions, build_queue, queue_items
 from judge.review.reviews import current_reviews
 from judge.store import Store
 from tests.conftest import skip_or_fail, write_jsonl
@@ -114,6 +115,25 @@ def judge_serve(db: Path, *options: str) -> Iterator[str]:
         server.wait(10)
 
 
+def alice_order(db: Path) -> dict[str, int]:
+    """Claim text -> its number in alice's blind order of the queue (the page's ``pos``)."""
+    store = Store.open(db)
+    try:
+        queue_id = store.queue_row()["id"]
+        texts = store.queue_item_texts(queue_id)
+        shown = visible_items(store, queue_id, queue_items(store, queue_id), reveal=False,
+                              viewer="human:alice")
+        return {texts[i["id"]]["text"]: i["number"] for i in shown}
+    finally:
+        store.close()
+
+
+def next_todo(pos: int, done: set[int], total: int) -> int:
+    """Where saving item ``pos`` leads: the next item that still needs me, else the first."""
+    todo = [p for p in range(1, total + 1) if p not in done]
+    return ([p for p in todo if p > pos] or todo)[0]
+
+
 @pytest.fixture
 def served(tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig) -> Iterator[tuple[str, Path]]:
     db = judged_with_queue(tmp_path / "review.db", RECORDS, tmp_path, config)
@@ -140,9 +160,15 @@ def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path
             page.fill("#token", TOKEN)
             page.click("#login-form button[type=submit]")
             page.wait_for_url("**/review?*pos=1")
-
-            # item 1: the Chinese answer; its second source holds a <script> shown as text
             assert page.title() == "Review 1/5 · claim-judge"
+            # blind: alice reads the queue in her own shuffled order
+            order = alice_order(db)
+            zh, en, quoted = (next(n for text, n in order.items() if key in text) for key in
+                              ("403 表示伺服器", "any number of concurrent writers", "部署前一律"))
+            done: set[int] = set()
+
+            # the Chinese answer; its second source holds a <script> shown as text
+            page.goto(f"{base}/review?pos={zh}")
             assert page.evaluate("window.__pwned") is None
             html_source = page.locator("details.source", has_text="含有 HTML 的來源")
             html_source.locator("summary").click()  # uncited sources start collapsed
@@ -154,24 +180,30 @@ def test_review_by_keyboard_in_a_real_browser(served: tuple[str, Path], tmp_path
             page.keyboard.press("2")  # contradicted, without a subtype: refused in the page
             page.keyboard.press("Enter")
             assert "subtype" in page.inner_text("#form-status")
-            assert page.url.endswith("pos=1")
+            assert page.url.endswith(f"pos={zh}")
             page.keyboard.press("3")  # not_in_source
             page.keyboard.press("u")  # unsupported_addition
             page.keyboard.press("Enter")
-            page.wait_for_url("**/review?*pos=2")
+            done.add(zh)
+            page.wait_for_url(f"**/review?*pos={next_todo(zh, done, len(order))}")
 
-            # item 2: English; label it supported by keyboard
+            # English; label it supported by keyboard
+            page.goto(f"{base}/review?pos={en}")
             assert "any number of concurrent writers" in page.inner_text("#claim-text")
             page.screenshot(path=str(shots / "review-en.png"), full_page=True)
             page.keyboard.press("1")
             assert page.locator("input[name=subtype]").first.is_disabled()
             page.keyboard.press("Enter")
-            page.wait_for_url("**/review?*pos=3")
+            done.add(en)
+            page.wait_for_url(f"**/review?*pos={next_todo(en, done, len(order))}")
+            page.goto(f"{base}/review?pos={quoted}")
             assert page.locator(".source-text mark.hl-quote").first.inner_text() == "部署前必須先執行資料庫遷移"
             page.screenshot(path=str(shots / "review-quote.png"), full_page=True)
 
-            page.keyboard.press("k")  # back to item 2: my label is shown
-            page.wait_for_url("**/review?*pos=2")
+            if quoted > 1:
+                page.keyboard.press("k")  # the previous item of alice's order
+                page.wait_for_url(f"**/review?*pos={quoted - 1}")
+            page.goto(f"{base}/review?pos={en}")  # my label is shown
             assert page.locator("input[name=label][value=supported]").is_checked()
             page.goto(f"{base}/dashboard")
             assert "human:alice" in page.inner_text("#by-reviewer")

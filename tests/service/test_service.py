@@ -248,7 +248,11 @@ def test_reviewer_views_are_blind_unless_revealed(db: Path, fake_llm: FakeLLM) -
             assert "judge_flagged" not in text and "passed" not in text
         assert set(listing["items"][0]) == set(BLIND_ITEM)
         ids = [i["item_id"] for i in listing["items"]]
-        assert ids == sorted(ids)  # a neutral order, not the judge's risk order
+        store = Store.open(db)
+        reading = [i["id"] for i in queue_items(store, store.queue_row()["id"])]
+        store.close()
+        assert ids != reading  # the caller's own shuffle, not the judge's risk order
+        assert [i["number"] for i in listing["items"]] == list(range(1, len(ids) + 1))
         refused = client.get("/v1/queue?stratum=flagged", headers=ALICE)
         assert refused.status_code == 403 and "blind" in refused.json()["detail"]
         for who in (ALICE, CAROL):  # blind whatever the role, unless the server reveals
