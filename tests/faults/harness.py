@@ -102,6 +102,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              ({"kind": "logprobs", "top": {"A": float("inf"), "B": -1.0, "C": -2.0,
                                             "D": -3.0}, "times": 0, "only": "choice"},),
              3, A1 + A2, "choice", 1, options=SCORES),
+    Scenario("logprob_variants_over_one",  # "A", " A", "a", "B": 0.82 + 0.74 + 0.61 + 0.05
+             ({"kind": "logprobs", "top": {"A": -0.2, " A": -0.3, "a": -0.5, "B": -3.0},
+               "times": 0, "only": "choice"},), 3, A1 + A2, "choice", 1, options=SCORES),
     Scenario("other_model", ({"kind": "model", "model": "anthropic/claude-3-5-sonnet",
                               "times": 0},), 0, A1 + A2, "split", 1, error=False,
              reason="model_mismatch"),
@@ -115,6 +118,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("one_call_dropped_sentences", ({"kind": "drop", "keep": 1, "only": "judge"},),
              0, A1[1:], "judge", 1, error=False, reason="uncovered_sentence",
              options=ONE_CALL),
+    Scenario("one_call_conflicting_judgements", ({"kind": "conflict", "only": "judge"},),
+             3, A1, "judge", 1, options=ONE_CALL),
     Scenario("outage_breaker", ({"kind": "status", "status": 503, "times": 0},),
              4, A1, "split", 3, options={"breaker_after": 2}, pending=("a2",)),
     Scenario("budget", (), 4, (), "split", 1, cli=("--max-calls", "1"), pending=("a1", "a2"),

@@ -18,6 +18,7 @@ answers resume::
         server.fault("logprobs", top={"A": 0.5, "B": -1}) # impossible log-probabilities
         server.fault("drop", keep=1)                      # the split (or judge) keeps 1 claim
         server.fault("conflict")                          # every claim judged twice, differently
+                                                          # (verify, and judge: one_call)
         # a fault can be limited to one kind of call: split, verify, judge, label, choice
         server.fault("content", content='{"claims": []}', only="split")
         # times=0: until cleared (an outage)
@@ -254,13 +255,14 @@ class OpenAIServer:
             data = json.loads(reply.content)
             data["claims"] = data["claims"][: fault.keep]
             return Reply(json.dumps(data, ensure_ascii=False))
-        if fault is not None and fault.kind == "conflict" and schema.endswith("VerifyOutput"):
+        if fault is not None and fault.kind == "conflict" and (
+                schema.endswith("VerifyOutput") or schema == "JointOutput"):
             data = json.loads(reply.content)
+            key = "claims" if schema == "JointOutput" else "judgements"
             twins = [{**j, "label": "contradicted" if j["label"] == "supported" else "supported",
                       "subtype": "numeric_or_version_error" if j["label"] == "supported"
-                      else None} for j in data["judgements"]]
-            data["judgements"] = [x for pair in zip(data["judgements"], twins, strict=True)
-                                  for x in pair]
+                      else None} for j in data[key]]
+            data[key] = [x for pair in zip(data[key], twins, strict=True) for x in pair]
             return Reply(json.dumps(data, ensure_ascii=False))
         return reply
 
