@@ -107,8 +107,13 @@ class Pipeline:
                 record, "judged", split.claims, self._flag_models([_ruled(verdict, rule)]),
                 answer_status(split.claims),
             )
-        if decisions is None:
-            decisions = await strategy.decide(record, split.claims, run_id)
+        if decisions is None:  # an ungrounded claim is not judged (judge.split.claims)
+            wanted = [p for p in range(len(split.claims)) if p not in split.ungrounded]
+            decided = dict(zip(wanted, await strategy.decide(
+                record, [split.claims[p] for p in wanted], run_id) if wanted else [],
+                strict=True))
+            decisions = [decided.get(p) or Decision(claim, None, split.ungrounded[p])
+                         for p, claim in enumerate(split.claims)]
         verdicts = [_ruled(assembler.verdict(record, d, split_calls), rule) for d in decisions]
         return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
                             answer_status(split.claims), skipped=split.skipped)

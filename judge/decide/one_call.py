@@ -101,7 +101,9 @@ class OneCall:
         twice = conflicting(out.claims, texts)
         for position, (claim, index) in enumerate(zip(split.claims, split.made_from,
                                                       strict=True)):
-            if index in twice:  # judged twice, differently: neither judgement is trusted
+            if position in split.ungrounded:  # not the sentence's claim: not judged
+                decisions[position] = Decision(claim, None, split.ungrounded[position])
+            elif index in twice:  # judged twice, differently: neither judgement is trusted
                 decisions[position] = Decision(claim, None, twice[index])
             elif index is not None:  # the split call's id is the verdict's first call already
                 judged = out.claims[index]

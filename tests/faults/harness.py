@@ -43,6 +43,9 @@ RECORDS: list[dict[str, Any]] = [
 A1 = ("Paris is the capital of France.", "The Seine flows through Paris.")
 A2 = ("Berlin is the capital of Germany.",)
 
+#: what the "rewrite" fault makes of every claim of a split
+REWRITTEN = "The moon is made of green cheese."
+
 #: Operational settings of every scenario: two retries, one re-ask, a short timeout.
 BASE = {"retries": 2, "reasks": 1, "backoff_s": 0.05, "timeout_s": 1.0, "breaker_after": 5,
         "concurrency": 1}
@@ -120,6 +123,25 @@ SCENARIOS: tuple[Scenario, ...] = (
              options=ONE_CALL),
     Scenario("one_call_conflicting_judgements", ({"kind": "conflict", "only": "judge"},),
              3, A1, "judge", 1, options=ONE_CALL),
+    # a sentence that states a fact skipped as "advice": judged as it stands and flagged
+    Scenario("skipped_checkable_sentence",
+             ({"kind": "skip", "sentence": 2, "reason": "advice", "only": "split"},),
+             0, A1[1:], "split", 1, error=False, reason="uncovered_sentence",
+             options={"prompts": {"split_claims": "v2", "verify_claims": "v2"}}),
+    Scenario("one_call_skipped_checkable_sentence",
+             ({"kind": "skip", "sentence": 2, "reason": "filler", "only": "judge"},),
+             0, A1[1:], "judge", 1, error=False, reason="uncovered_sentence",
+             options=ONE_CALL),
+    # claims that are not their sentences' words: judge_error, never judged
+    Scenario("rewritten_claims", ({"kind": "rewrite", "text": REWRITTEN, "only": "split"},),
+             3, (REWRITTEN,), "split", 1),
+    Scenario("one_call_rewritten_claims",
+             ({"kind": "rewrite", "text": REWRITTEN, "only": "judge"},), 3, (REWRITTEN,),
+             "judge", 1, options=ONE_CALL),
+    # a pinned split_claims v1 that drops a sentence: the sentence is judged and flagged
+    Scenario("v1_dropped_sentences", ({"kind": "drop", "keep": 1, "only": "split"},),
+             0, A1[1:], "split", 1, error=False, reason="uncovered_sentence",
+             options={"prompts": {"split_claims": "v1", "verify_claims": "v2"}}),
     Scenario("outage_breaker", ({"kind": "status", "status": 503, "times": 0},),
              4, A1, "split", 3, options={"breaker_after": 2}, pending=("a2",)),
     Scenario("budget", (), 4, (), "split", 1, cli=("--max-calls", "1"), pending=("a1", "a2"),

@@ -17,6 +17,8 @@ answers resume::
         server.fault("model", model="openai/gpt-4o")     # answers as another model
         server.fault("logprobs", top={"A": 0.5, "B": -1}) # impossible log-probabilities
         server.fault("drop", keep=1)                      # the split (or judge) keeps 1 claim
+        server.fault("skip", sentence=2, reason="advice") # the split skips sentence 2 (as advice)
+        server.fault("rewrite", text="The moon is cheese.")  # the split rewrites every claim
         server.fault("conflict")                          # every claim judged twice, differently
                                                           # (verify, and judge: one_call)
         # a fault can be limited to one kind of call: split, verify, judge, label, choice
@@ -67,6 +69,9 @@ class Fault:
     model: str | None = None
     top: dict[str, float] = field(default_factory=dict)
     keep: int = 1
+    sentence: int = 2
+    reason: str = "advice"
+    text: str = ""
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -254,6 +259,18 @@ class OpenAIServer:
                 schema.startswith("SplitOutput") or schema == "JointOutput"):
             data = json.loads(reply.content)
             data["claims"] = data["claims"][: fault.keep]
+            return Reply(json.dumps(data, ensure_ascii=False))
+        if fault is not None and fault.kind == "skip" and (
+                schema.startswith("SplitOutput") or schema == "JointOutput"):
+            data = json.loads(reply.content)
+            data["claims"] = [c for c in data["claims"] if c["sentence"] != fault.sentence]
+            data["skipped"] = [*data.get("skipped", []),
+                               {"sentence": fault.sentence, "reason": fault.reason}]
+            return Reply(json.dumps(data, ensure_ascii=False))
+        if fault is not None and fault.kind == "rewrite" and (
+                schema.startswith("SplitOutput") or schema == "JointOutput"):
+            data = json.loads(reply.content)
+            data["claims"] = [{**c, "text": fault.text} for c in data["claims"]]
             return Reply(json.dumps(data, ensure_ascii=False))
         if fault is not None and fault.kind == "conflict" and (
                 schema.endswith("VerifyOutput") or schema == "JointOutput"):
