@@ -92,11 +92,37 @@ class CallStore(Protocol):
 
 @dataclass(frozen=True)
 class Limits:
-    """Budgets of one run (None: no limit). Calls served from the store are free."""
+    """Budgets of one run (None: no limit). Calls served from the store are free.
+
+    A budget is never exceeded, whatever the concurrency: before a call is sent its share is
+    reserved (one call; its prompt's tokens, estimated generously, plus ``max_tokens`` for
+    each try it may take; their price when litellm knows the model's), and after it the
+    reservation is replaced by what the provider reported. A call whose reservation does
+    not fit stops the run; a call is given fewer re-asks when only those fit. A cost budget
+    for a model litellm has no price for stops the run before its first call (the cost could
+    not be kept)."""
 
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
+
+
+#: The reservation of a re-ask beyond the prompt and the previous output: the error message.
+REASK_TOKENS = 200
+#: Prompt token estimates are raised by this factor and a per-message overhead, so that a
+#: provider's count stays within the reservation.
+ESTIMATE_MARGIN = 1.25
+MESSAGE_TOKENS = 8
+
+
+@dataclass
+class Reservation:
+    """What a call in flight holds of the budgets; ``reasks``: the re-asks it may take."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    reasks: int = 0
 
 
 @dataclass
@@ -185,6 +211,9 @@ class ModelClient:
         self._semaphore = asyncio.Semaphore(config.calls_in_flight())
         self._rate = RateLimiter(config.rpm, config.tpm)
         self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
+        self._held = Reservation()  # budgets held by the calls in flight
+        self._budget_stop: str | None = None  # which budget stopped the run
+        self._next_need = ""  # what the call that did not fit would have needed
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._consecutive_failures = 0
         self._instructor: Any = None
@@ -286,8 +315,9 @@ class ModelClient:
         if self.replay:
             _replay_failure(stored, call_id, purpose)
         result: tuple[T, str] = await self._once(
-            call_id, lambda: self._structured_call(prompt, response_model, schema, call_id,
-                                                   purpose, run_id))
+            call_id, lambda held: self._structured_call(prompt, response_model, schema, call_id,
+                                                        purpose, run_id, held.reasks),
+            prompt, self.config.max_tokens, self.config.reasks)
         return result
 
     def _client(self) -> Any:
@@ -314,6 +344,7 @@ class ModelClient:
         call_id: str,
         purpose: str,
         run_id: str | None,
+        reasks: int | None = None,
     ) -> tuple[T, str]:
         from instructor.core.hooks import Hooks
 
@@ -332,7 +363,7 @@ class ModelClient:
                 # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
                 messages=prompt.messages,  # type: ignore[arg-type]
                 response_model=instructor_model(response_model),
-                max_retries=self.config.reasks,
+                max_retries=self.config.reasks if reasks is None else reasks,
                 hooks=hooks,
                 timeout=self.config.timeout_s,
                 **self.params(),
@@ -380,7 +411,9 @@ class ModelClient:
             _replay_failure(stored, call_id, purpose)
         result: tuple[dict[str, float], str] = await self._once(
             call_id,
-            lambda: self._choice_call(prompt, options, schema, call_id, purpose, run_id, params))
+            lambda _: self._choice_call(prompt, options, schema, call_id, purpose, run_id,
+                                        params),
+            prompt, 1, 0)
         return result
 
     async def _choice_call(
@@ -433,8 +466,13 @@ class ModelClient:
 
     # -- shared -------------------------------------------------------------------------
 
-    async def _once(self, call_id: str, make: Callable[[], Awaitable[R]]) -> R:
-        """Make a call, unless the identical call is in flight: then wait for its result."""
+    async def _once(
+        self, call_id: str, make: Callable[[Reservation], Awaitable[R]],
+        prompt: RenderedPrompt | None = None, completion: int = 0, reasks: int = 0,
+    ) -> R:
+        """Make a call, unless the identical call is in flight: then wait for its result.
+        The call's share of the budgets is reserved before it is sent and released after it
+        (its real use is accounted by then)."""
         pending = self._inflight.get(call_id)
         if pending is not None:
             self.stats.merged += 1
@@ -443,8 +481,11 @@ class ModelClient:
         self._inflight[call_id] = future
         try:
             async with self._semaphore:
-                self._check_limits()
-                result = await make()
+                held = self._check_limits(prompt, completion, reasks)
+                try:
+                    result = await make(held)
+                finally:
+                    self._release(held)
                 self.refresh.discard(call_id)
         except BaseException as exc:
             future.set_exception(exc)
@@ -465,21 +506,98 @@ class ModelClient:
             return 0
         return sum(estimate_tokens(m["content"]) for m in prompt.messages) + completion
 
-    def _check_limits(self) -> None:
+    def _check_limits(self, prompt: RenderedPrompt | None = None, completion: int = 0,
+                      reasks: int = 0) -> Reservation:
+        """Reserve a call's share of the budgets (see :class:`Limits`), or stop the run when
+        it does not fit beside what was spent and what the calls in flight hold."""
         if self.stopped:
             raise RunStopped(self.stopped)
+        limits, stats, held = self.limits, self.stats, self._held
+        prompt_tokens = self._prompt_estimate(prompt)
+        first = prompt_tokens + completion
+        again = prompt_tokens + 2 * completion + REASK_TOKENS  # the prompt, its output, why
+        tries = reasks + 1
+        if limits.max_calls is not None and stats.made + held.calls + 1 > limits.max_calls:
+            self._next_need = ""
+            raise self._budget("calls")
+        if limits.max_tokens is not None:
+            room = limits.max_tokens - stats.prompt_tokens - stats.completion_tokens - held.tokens
+            if first > room:
+                self._next_need = f"; the next call needs up to {first}"
+                raise self._budget("tokens")
+            tries = min(tries, 1 + (room - first) // again)
+        cost = 0.0
+        if limits.max_cost is not None:
+            price_first = self._price(prompt_tokens, completion)
+            price_again = self._price(prompt_tokens + completion + REASK_TOKENS, completion)
+            if price_first is None or price_again is None:
+                raise self._stop(
+                    f"budget cannot be kept: litellm knows no price for model "
+                    f"{self.config.model!r}, so a cost budget (max_cost) cannot be reserved "
+                    "before a call; run without a cost budget, or with a calls or tokens "
+                    "budget")
+            room_cost = limits.max_cost - stats.cost - held.cost
+            if price_first > room_cost:
+                self._next_need = f"; the next call may cost up to ${price_first:.6f}"
+                raise self._budget("cost")
+            if price_again > 0:
+                tries = min(tries, 1 + int((room_cost - price_first) // price_again))
+            cost = price_first + (tries - 1) * price_again
+        reservation = Reservation(1, first + (tries - 1) * again, cost, tries - 1)
+        held.calls += reservation.calls
+        held.tokens += reservation.tokens
+        held.cost += reservation.cost
+        return reservation
+
+    def _release(self, reservation: Reservation) -> None:
+        self._held.calls -= reservation.calls
+        self._held.tokens -= reservation.tokens
+        self._held.cost -= reservation.cost
+
+    @staticmethod
+    def _prompt_estimate(prompt: RenderedPrompt | None) -> int:
+        """A generous estimate of a prompt's tokens (a provider counts differently)."""
+        if prompt is None:
+            return 0
+        chars = sum(estimate_tokens(m["content"]) for m in prompt.messages)
+        return int(chars * ESTIMATE_MARGIN) + MESSAGE_TOKENS * (len(prompt.messages) + 1)
+
+    def _price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What litellm's price list says such a call costs (None: no price known)."""
+        import litellm
+
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.config.model, prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens)
+        except Exception:
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
+    def _budget(self, which: str) -> RunStopped:
+        self._budget_stop = self._budget_stop or which
+        return self._stop(self.budget_message())
+
+    def budget_message(self) -> str | None:
+        """Why a budget stopped the run, with the numbers spent so far (the final numbers,
+        once the calls in flight are done: the run summary uses it then)."""
+        which = self._budget_stop
+        if which is None:
+            return None
         limits, stats = self.limits, self.stats
-        spent = []
-        if limits.max_calls is not None and stats.made >= limits.max_calls:
-            spent.append(f"{stats.made} model calls (--max-calls {limits.max_calls})")
-        tokens = stats.prompt_tokens + stats.completion_tokens
-        if limits.max_tokens is not None and tokens >= limits.max_tokens:
-            spent.append(f"{tokens} tokens (--max-tokens {limits.max_tokens})")
-        if limits.max_cost is not None and stats.cost >= limits.max_cost:
-            spent.append(f"${stats.cost:.4f} (--max-cost {limits.max_cost})")
-        if spent:
-            raise self._stop("budget spent: " + ", ".join(spent) + "; what finished is stored, "
-                             "and running the same command again resumes")
+        if which == "calls":
+            spent = f"{stats.made} of {limits.max_calls} model calls (max_calls)"
+        elif which == "tokens":
+            spent = (f"{stats.prompt_tokens + stats.completion_tokens} of {limits.max_tokens} "
+                     f"tokens (max_tokens){self._next_need}")
+        else:
+            spent = f"${stats.cost:.6f} of ${limits.max_cost} (max_cost){self._next_need}"
+        return (f"budget spent: {spent}; what finished is stored, and running the same "
+                "command again resumes")
+
+    def stop_reason(self) -> str | None:
+        """Why the run stopped, with a budget's final numbers."""
+        return self.budget_message() or self.stopped
 
     async def _retrying(
         self, call: Callable[[], Awaitable[R]], call_id: str = "", tokens: int = 0

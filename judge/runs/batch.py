@@ -295,7 +295,8 @@ async def run_batch(
     summary.cost = stats.cost
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
-    summary.stopped = run.stopped
+    # a budget's message with the final numbers (calls in flight finished since it stopped)
+    summary.stopped = run.stopped and (pipeline.client.stop_reason() or run.stopped)
     if run.stopped:
         summary.pending = sum(1 for item in todo if not store.answer_done(
             pipeline.judge_version, item.record.answer_id))
