@@ -11,6 +11,7 @@ runner persists in one transaction, and that replay compares with what was store
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -23,6 +24,7 @@ from judge.models.identity import self_grading_reason
 from judge.models.prompts import prompts_dir, template_hash
 from judge.records import AnswerRecord
 from judge.split.claims import Splitter, answer_status, unsplit_claim
+from judge.text import prepare_source
 from judge.verdicts import AnswerStatus, Claim, Verdict
 
 if TYPE_CHECKING:
@@ -92,6 +94,7 @@ class Pipeline:
         reason = self_grading_reason(record.generator, self.config.model)
         if reason:
             return JudgedAnswer(record, "refused", refused_reason=reason)
+        await prepare(record)
         if record.generator is None and self.config.require_generator:
             return JudgedAnswer(record, "refused", refused_reason=MISSING_GENERATOR)
         rule, strategy, assembler = self._decider(domain if domain is not None else record.domain)
@@ -134,6 +137,26 @@ class Pipeline:
                 verdict.review_reasons.append("model_mismatch")
                 verdict.review = True
         return verdicts
+
+
+#: Sources at least this long are prepared in a worker thread before the answer is judged.
+PREPARE_IN_THREAD_CHARS = 20_000
+
+
+async def prepare(record: AnswerRecord) -> None:
+    """The CPU-heavy preparation of long sources (sentence splitting, passage tokens: cached
+    per source, :func:`judge.text.prepare_source`) in a worker thread, so one long source does
+    not stall the event loop: the other answers' calls go on and finished answers are
+    committed meanwhile."""
+    long = [s.content for s in record.sources
+            if s.text is not None and len(s.text) >= PREPARE_IN_THREAD_CHARS]
+    if long:
+        await asyncio.to_thread(_prepare_all, long)
+
+
+def _prepare_all(texts: list[str]) -> None:
+    for text in texts:
+        prepare_source(text)
 
 
 def _ruled(verdict: Verdict, rule: str | None) -> Verdict:

@@ -8,8 +8,9 @@ sentence numbers exist, every sentence is claimed or skipped for an accepted rea
 bound); each claim's judgement is read as a compact verify judgement (its quotes extended to
 their sentences). A sentence the call left uncovered becomes a claim that the batch strategy
 verifies in a second call. One claim judged twice with different labels (or subtypes) is a
-``judge_error``, both times, as conflicting judgements of a verify call are. A call that fails leaves the answer as one ``judge_error`` claim,
-as a failed split does.
+``judge_error``, both times, as conflicting judgements of a verify call are; so is a claim not
+grounded in its sentence (:mod:`judge.split.checkable`). A call that fails leaves the answer as
+one ``judge_error`` claim, as a failed split does.
 
 An answer whose prompt does not fit the model's context, or whose claims might not fit
 ``max_tokens``, is split and verified in separate calls as without ``one_call``.

@@ -576,7 +576,7 @@ class ModelClient:
 
     def _budget(self, which: str) -> RunStopped:
         self._budget_stop = self._budget_stop or which
-        return self._stop(self.budget_message())
+        return self._stop(self.budget_message() or which)
 
     def budget_message(self) -> str | None:
         """Why a budget stopped the run, with the numbers spent so far (the final numbers,

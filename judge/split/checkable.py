@@ -46,7 +46,8 @@ _NOT_A_STATEMENT = re.compile(
 _FIRST_SECOND = frozenset({"i", "you", "we", "me", "my", "your", "our", "us", "i'm", "you're",
                            "we're", "i've", "you've", "let's"})
 _DECLARATIVE = re.compile(
-    r"\b(?:is|are|was|were|has|had|(?:it|that|there|he|she)'s|they're|have been|has been|will be|became|becomes|contains?|"
+    r"\b(?:is|are|was|were|has|had|(?:it|that|there|he|she)'s|they're|have been|has been|"
+    r"will be|became|becomes|contains?|"
     r"includes?|supports?|requires?|consists?|"
     r"\w+ed (?:in|on|by|at|from|to|as|with)|born|died|founded|released|introduced|located|"
     r"invented|published|announced|won|owns?|owned|produces?|produced|"

@@ -245,10 +245,10 @@ class Splitter:
                          f"(max_claims_per_answer) is {bound}", call)
         claims = make_claims(record.answer_id, [spec for _, spec, _, _ in specs], origin="split")
         ungrounded: dict[int, str] = {}
-        for position, (claim, (n, _, origin, index)) in enumerate(zip(claims, specs,
-                                                                        strict=True)):
+        for position, (claim, (n, _, origin, made)) in enumerate(zip(claims, specs,
+                                                                       strict=True)):
             claim.origin = origin  # type: ignore[assignment]
-            if index is not None and found[index].text.strip():  # the model's own wording
+            if made is not None and found[made].text.strip():  # the model's own wording
                 share = grounding(claim.text, texts[n - 1], record.answer)
                 if share < GROUNDED_SHARE:
                     ungrounded[position] = ungrounded_error(claim.text, n, texts[n - 1], share)
@@ -267,16 +267,16 @@ class Splitter:
         claimed = {n for n, _, _, _ in specs}
         skipped: dict[int, str] = {}
 
-        def cites(n: int) -> bool:  # its own citation markers (not a later sentence's)
+        def own_cites(n: int) -> bool:  # its own citation markers (not a later sentence's)
             return bool(kept and kept[n - 1].citations and not kept[n - 1].inherited)
 
         for k in skips:
             if k.sentence not in claimed and skip_accepted(texts[k.sentence - 1], k.reason,
-                                                           cites(k.sentence)):
+                                                           own_cites(k.sentence)):
                 skipped.setdefault(k.sentence, k.reason)
         if not reasons_given:
             for n, text in enumerate(texts, start=1):
-                if n not in claimed and checkable_reason(text, cites(n)) is None:
+                if n not in claimed and checkable_reason(text, own_cites(n)) is None:
                     skipped[n] = "nothing checkable (split_claims v1 gives no reason)"
         for n, text in enumerate(texts, start=1):
             if n not in claimed and n not in skipped:

@@ -6,7 +6,6 @@ than the budget, and the stop message gives the summary's numbers."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cases = {
         "calls": ("openai/fake-judge", ("--max-calls", "3")),
         "tokens": ("openai/fake-judge", ("--max-tokens", "2000")),
-        "cost": ("openai/gpt-4o-mini", ("--max-cost", "0.003")),
+        "cost": ("openai/gpt-4o-mini", ("--max-cost", "0.0008")),
         "unpriced_cost": ("openai/fake-judge", ("--max-cost", "0.003")),
     }
     servers, commands = {}, []
@@ -36,7 +35,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             servers[name] = server
             work = tmp_path_factory.mktemp(name)
             write_records(work / "in.jsonl", _records())
-            write_config(work / "judge.toml", server.base_url, model=model, concurrency=8)
+            write_config(work / "judge.toml", server.base_url, model=model, concurrency=8,
+                         max_tokens=256)
             commands.append((judge_cmd("run", "in.jsonl", "--db", "judge.db", "-c",
                                        "judge.toml", "--json", *flags), work))
         procs = launch_all(commands)
@@ -76,8 +76,8 @@ def test_max_tokens_is_never_exceeded_and_the_message_gives_the_summary_numbers(
 def test_max_cost_is_never_exceeded(runs: dict[str, Any]) -> None:
     proc, requests = runs["cost"]
     summary = _summary(proc)
-    assert 0 < summary["cost"] <= 0.003 and len(requests) == summary["model_calls"] >= 1
-    assert f"${summary['cost']:.6f} of $0.003 (max_cost)" in summary["stopped"]
+    assert 0 < summary["cost"] <= 0.0008 and len(requests) == summary["model_calls"] >= 1
+    assert f"${summary['cost']:.6f} of $0.0008 (max_cost)" in summary["stopped"]
 
 
 def test_a_cost_budget_without_a_price_stops_before_any_call(runs: dict[str, Any]) -> None:
