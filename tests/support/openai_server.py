@@ -23,6 +23,7 @@ answers resume::
                                                           # (verify, and judge: one_call)
         # a fault can be limited to one kind of call: split, verify, judge, label, choice
         server.fault("content", content='{"claims": []}', only="split")
+        # after=1: the first matching request is served normally, the fault hits the next
         # times=0: until cleared (an outage)
         server.fault("status", status=503, times=0)
 
@@ -72,6 +73,8 @@ class Fault:
     sentence: int = 2
     reason: str = "advice"
     text: str = ""
+    #: matching requests served normally before the fault applies
+    after: int = 0
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -208,6 +211,9 @@ class OpenAIServer:
         with self.lock:
             for fault in self.faults:
                 if fault.only in (None, kind):
+                    if fault.after > 0:  # not yet: this request is served normally
+                        fault.after -= 1
+                        return None
                     if fault.times > 0:  # 0: until cleared
                         fault.times -= 1
                         if fault.times == 0:
