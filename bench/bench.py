@@ -428,8 +428,9 @@ def long_source(chars: int = 2_000_000) -> str:
     import random
 
     rng = random.Random(0)
-    words = ("the judge stores each call whole with its prompt so that Dr. Smith of the U.S. "
-             "Army can replay it on Oct. 5 at 3 p.m. in St. Louis with version 3.2 of it").split()
+    phrase = ("the judge stores each call whole with its prompt so that Dr. Smith of the U.S. "
+              "Army can replay it on Oct. 5 at 3 p.m. in St. Louis with version 3.2 of it")
+    words = phrase.split()
 
     def sentence() -> str:
         text = " ".join(rng.choice(words) for _ in range(rng.randint(6, 24)))

@@ -53,9 +53,10 @@ class Pipeline:
         self.config = config
         self.client = client
         self.root = root or prompts_dir()
-        for required in ("split_claims", VERIFY_PROMPT[config.strategy]):
-            if required not in config.prompts:
-                raise ValueError(f"judge config names no version for prompt {required!r}")
+        missing = [name for name in ("split_claims", VERIFY_PROMPT[config.strategy])
+                   if name not in config.prompts]
+        if missing:
+            raise ValueError(missing_prompts_message(config, missing, self.root))
         self.templates = {
             f"{name}/{version}": template_hash(name, version, self.root)
             for name, version in sorted(config.prompts.items())
@@ -137,6 +138,21 @@ class Pipeline:
                 verdict.review_reasons.append("model_mismatch")
                 verdict.review = True
         return verdicts
+
+
+def missing_prompts_message(config: JudgeConfig, missing: list[str], root: Path) -> str:
+    """Which prompt versions the config must pin, and how: a ``prompts`` table naming the
+    versions it has and, for each missing prompt, its latest version."""
+    pinned = dict(config.prompts)
+    for name in missing:
+        versions = sorted((p.stem for p in (root / name).glob("v*.j2")),
+                          key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
+        pinned[name] = versions[-1] if versions else "v1"
+    table = ", ".join(f'{name} = "{version}"' for name, version in pinned.items())
+    names = " and ".join(repr(n) for n in missing)
+    return (f"the judge config names no version for prompt {names} (strategy "
+            f"{config.strategy!r} needs it): pin one in the config, e.g. "
+            f"prompts = {{{table}}}")
 
 
 #: Sources at least this long are prepared in a worker thread before the answer is judged.

@@ -177,9 +177,26 @@ def instructor_model(model: type[T]) -> type[T]:
     return wrap(model)
 
 
-def ensure_provider(model: str) -> None:
-    """Register lazily the local providers a model string needs."""
+class ModelUnavailable(ValueError):
+    """The configured model cannot exist in this install (a usage error: nothing is judged)."""
+
+
+def model_unavailable(model: str) -> str | None:
+    """Why ``model`` cannot be called in this install, with the fix (None: it can be tried)."""
     if model.startswith("embedded/"):
+        from judge.models.embedded import unavailable
+
+        return unavailable()
+    return None
+
+
+def ensure_provider(model: str) -> None:
+    """Register lazily the local providers a model string needs; a model that cannot exist
+    here (the embedded one without its extra) is :class:`ModelUnavailable`."""
+    if model.startswith("embedded/"):
+        why = model_unavailable(model)
+        if why:
+            raise ModelUnavailable(why)
         from judge.models.embedded_provider import register
 
         register()
