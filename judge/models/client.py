@@ -46,7 +46,9 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
 from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
+from judge.models.budget import Budget, BudgetSpent, Limits, Reservation, prompt_estimate  # noqa: E402
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
+from judge.models.embedded import ModelUnavailable, model_unavailable  # noqa: E402
 from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.models.ratelimit import RateLimiter  # noqa: E402
@@ -88,41 +90,6 @@ class CallStore(Protocol):
     def get_call(self, call_id: str) -> dict[str, Any] | None: ...
 
     def save_call(self, row: dict[str, Any], attempts: Any = ()) -> None: ...
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Budgets of one run (None: no limit). Calls served from the store are free.
-
-    A budget is never exceeded, whatever the concurrency: before a call is sent its share is
-    reserved (one call; its prompt's tokens, estimated generously, plus ``max_tokens`` for
-    each try it may take; their price when litellm knows the model's), and after it the
-    reservation is replaced by what the provider reported. A call whose reservation does
-    not fit stops the run; a call is given fewer re-asks when only those fit. A cost budget
-    for a model litellm has no price for stops the run before its first call (the cost could
-    not be kept)."""
-
-    max_calls: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None
-
-
-#: The reservation of a re-ask beyond the prompt and the previous output: the error message.
-REASK_TOKENS = 200
-#: Prompt token estimates are raised by this factor and a per-message overhead, so that a
-#: provider's count stays within the reservation.
-ESTIMATE_MARGIN = 1.25
-MESSAGE_TOKENS = 8
-
-
-@dataclass
-class Reservation:
-    """What a call in flight holds of the budgets; ``reasks``: the re-asks it may take."""
-
-    calls: int = 0
-    tokens: int = 0
-    cost: float = 0.0
-    reasks: int = 0
 
 
 @dataclass
@@ -177,24 +144,11 @@ def instructor_model(model: type[T]) -> type[T]:
     return wrap(model)
 
 
-class ModelUnavailable(ValueError):
-    """The configured model cannot exist in this install (a usage error: nothing is judged)."""
-
-
-def model_unavailable(model: str) -> str | None:
-    """Why ``model`` cannot be called in this install, with the fix (None: it can be tried)."""
-    if model.startswith("embedded/"):
-        from judge.models.embedded import unavailable
-
-        return unavailable()
-    return None
-
-
 def ensure_provider(model: str) -> None:
     """Register lazily the local providers a model string needs; a model that cannot exist
     here (the embedded one without its extra) is :class:`ModelUnavailable`."""
     if model.startswith("embedded/"):
-        why = model_unavailable(model)
+        why = model_unavailable(model)  # the embedded default without its extra
         if why:
             raise ModelUnavailable(why)
         from judge.models.embedded_provider import register
@@ -228,9 +182,7 @@ class ModelClient:
         self._semaphore = asyncio.Semaphore(config.calls_in_flight())
         self._rate = RateLimiter(config.rpm, config.tpm)
         self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
-        self._held = Reservation()  # budgets held by the calls in flight
-        self._budget_stop: str | None = None  # which budget stopped the run
-        self._next_need = ""  # what the call that did not fit would have needed
+        self._budget = Budget(self.limits, self.stats, config.model)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._consecutive_failures = 0
         self._instructor: Any = None
@@ -502,7 +454,7 @@ class ModelClient:
                 try:
                     result = await make(held)
                 finally:
-                    self._release(held)
+                    self._budget.release(held)
                 self.refresh.discard(call_id)
         except BaseException as exc:
             future.set_exception(exc)
@@ -525,96 +477,18 @@ class ModelClient:
 
     def _check_limits(self, prompt: RenderedPrompt | None = None, completion: int = 0,
                       reasks: int = 0) -> Reservation:
-        """Reserve a call's share of the budgets (see :class:`Limits`), or stop the run when
-        it does not fit beside what was spent and what the calls in flight hold."""
+        """Reserve a call's share of the budgets (:class:`judge.models.budget.Budget`), or
+        stop the run when it does not fit."""
         if self.stopped:
             raise RunStopped(self.stopped)
-        limits, stats, held = self.limits, self.stats, self._held
-        prompt_tokens = self._prompt_estimate(prompt)
-        first = prompt_tokens + completion
-        again = prompt_tokens + 2 * completion + REASK_TOKENS  # the prompt, its output, why
-        tries = reasks + 1
-        if limits.max_calls is not None and stats.made + held.calls + 1 > limits.max_calls:
-            self._next_need = ""
-            raise self._budget("calls")
-        if limits.max_tokens is not None:
-            room = limits.max_tokens - stats.prompt_tokens - stats.completion_tokens - held.tokens
-            if first > room:
-                self._next_need = f"; the next call needs up to {first}"
-                raise self._budget("tokens")
-            tries = min(tries, 1 + (room - first) // again)
-        cost = 0.0
-        if limits.max_cost is not None:
-            price_first = self._price(prompt_tokens, completion)
-            price_again = self._price(prompt_tokens + completion + REASK_TOKENS, completion)
-            if price_first is None or price_again is None:
-                raise self._stop(
-                    f"budget cannot be kept: litellm knows no price for model "
-                    f"{self.config.model!r}, so a cost budget (max_cost) cannot be reserved "
-                    "before a call; run without a cost budget, or with a calls or tokens "
-                    "budget")
-            room_cost = limits.max_cost - stats.cost - held.cost
-            if price_first > room_cost:
-                self._next_need = f"; the next call may cost up to ${price_first:.6f}"
-                raise self._budget("cost")
-            if price_again > 0:
-                tries = min(tries, 1 + int((room_cost - price_first) // price_again))
-            cost = price_first + (tries - 1) * price_again
-        reservation = Reservation(1, first + (tries - 1) * again, cost, tries - 1)
-        held.calls += reservation.calls
-        held.tokens += reservation.tokens
-        held.cost += reservation.cost
-        return reservation
-
-    def _release(self, reservation: Reservation) -> None:
-        self._held.calls -= reservation.calls
-        self._held.tokens -= reservation.tokens
-        self._held.cost -= reservation.cost
-
-    @staticmethod
-    def _prompt_estimate(prompt: RenderedPrompt | None) -> int:
-        """A generous estimate of a prompt's tokens (a provider counts differently)."""
-        if prompt is None:
-            return 0
-        chars = sum(estimate_tokens(m["content"]) for m in prompt.messages)
-        return int(chars * ESTIMATE_MARGIN) + MESSAGE_TOKENS * (len(prompt.messages) + 1)
-
-    def _price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """What litellm's price list says such a call costs (None: no price known)."""
-        import litellm
-
         try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=self.config.model, prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens)
-        except Exception:
-            return None
-        return float(prompt_cost) + float(completion_cost)
-
-    def _budget(self, which: str) -> RunStopped:
-        self._budget_stop = self._budget_stop or which
-        return self._stop(self.budget_message() or which)
-
-    def budget_message(self) -> str | None:
-        """Why a budget stopped the run, with the numbers spent so far (the final numbers,
-        once the calls in flight are done: the run summary uses it then)."""
-        which = self._budget_stop
-        if which is None:
-            return None
-        limits, stats = self.limits, self.stats
-        if which == "calls":
-            spent = f"{stats.made} of {limits.max_calls} model calls (max_calls)"
-        elif which == "tokens":
-            spent = (f"{stats.prompt_tokens + stats.completion_tokens} of {limits.max_tokens} "
-                     f"tokens (max_tokens){self._next_need}")
-        else:
-            spent = f"${stats.cost:.6f} of ${limits.max_cost} (max_cost){self._next_need}"
-        return (f"budget spent: {spent}; what finished is stored, and running the same "
-                "command again resumes")
+            return self._budget.reserve(prompt_estimate(prompt), completion, reasks)
+        except BudgetSpent as exc:
+            raise self._stop(str(exc)) from None
 
     def stop_reason(self) -> str | None:
         """Why the run stopped, with a budget's final numbers."""
-        return self.budget_message() or self.stopped
+        return self._budget.message() or self.stopped
 
     async def _retrying(
         self, call: Callable[[], Awaitable[R]], call_id: str = "", tokens: int = 0

@@ -476,3 +476,12 @@ def unload() -> None:
     global _runtime
     with _LOAD_LOCK, _CALL_LOCK:
         _runtime = None
+
+
+class ModelUnavailable(ValueError):
+    """The configured model cannot exist in this install (a usage error: nothing is judged)."""
+
+
+def model_unavailable(model: str) -> str | None:
+    """Why ``model`` cannot be called in this install, with the fix (None: it can be tried)."""
+    return unavailable() if model.startswith("embedded/") else None
