@@ -17,7 +17,9 @@ and its cl100k tokens (chat framing and the JSON schema sent included):
    ``scores``, and peak memory (``--embedded``; slow).
 
 First of all, ``judge --help`` wall time (the target is under 0.5 s: the CLI imports no
-store, scipy or litellm to start), median of 5 runs in fresh processes; then ``judge fit`` on
+store, scipy or litellm to start), median of 5 runs in fresh processes; then the CPU seconds
+to prepare a 250k to 2M-character source (sentences, passages; target under 10 s for 2M on
+one core, growing linearly); then ``judge fit`` on
 100 reviewed claims (70 fitted, 30 held out; the target is under a minute on 2 cores), with
 and without the learning curve, from a store the scripted model judged.
 
@@ -436,6 +438,46 @@ def bench_fit() -> None:
                   f"{result.model_calls} model calls")
 
 
+def long_source(chars: int = 2_000_000) -> str:
+    """A source of ``chars`` characters: English paragraphs with abbreviations, decimals and
+    one paragraph of a tenth of the text on a single line (the case pysbd is slowest on)."""
+    import random
+
+    rng = random.Random(0)
+    phrase = ("the judge stores each call whole with its prompt so that Dr. Smith of the U.S. "
+              "Army can replay it on Oct. 5 at 3 p.m. in St. Louis with version 3.2 of it")
+    words = phrase.split()
+
+    def sentence() -> str:
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(6, 24)))
+        return text[0].upper() + text[1:] + rng.choice([".", ".", ".", "?", "!"])
+
+    def paragraph(n: int) -> str:
+        return " ".join(sentence() for _ in range(n))
+
+    parts = [paragraph(chars // 10 // 90)]  # about a tenth: one line
+    size = len(parts[0])
+    while size < chars:
+        parts.append(paragraph(rng.randint(2, 10)))
+        size += len(parts[-1]) + 2
+    return "\n\n".join(parts)[:chars]
+
+
+def bench_prepare() -> None:
+    """Preparing a 2M-character source (sentence splitting, passages and their tokens, the
+    normalised text): seconds of CPU, target under 10 s on one core; and how the time grows
+    with the length (linear: about 2x per doubling)."""
+    from judge.text import prepare_source
+
+    for chars in (250_000, 500_000, 1_000_000, 2_000_000):
+        text = long_source(chars)
+        started = time.process_time()
+        prepare_source(text)
+        cpu = time.process_time() - started
+        target = " (target < 10 s)" if chars == 2_000_000 else ""
+        print(f"prepare a {chars:,}-character source: {cpu:.1f} s CPU{target}")
+
+
 def bench_help() -> None:
     import statistics
     import subprocess
@@ -459,6 +501,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args()
     bench_help()
+    bench_prepare()
     bench_fit()
     shared = shared_bench()
     if shared is None:

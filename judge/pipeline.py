@@ -11,6 +11,7 @@ runner persists in one transaction, and that replay compares with what was store
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -23,6 +24,7 @@ from judge.models.identity import self_grading_reason
 from judge.models.prompts import prompts_dir, template_hash
 from judge.records import AnswerRecord
 from judge.split.claims import Splitter, answer_status, unsplit_claim
+from judge.text import prepare_source
 from judge.verdicts import AnswerStatus, Claim, Verdict
 
 if TYPE_CHECKING:
@@ -51,9 +53,10 @@ class Pipeline:
         self.config = config
         self.client = client
         self.root = root or prompts_dir()
-        for required in ("split_claims", VERIFY_PROMPT[config.strategy]):
-            if required not in config.prompts:
-                raise ValueError(f"judge config names no version for prompt {required!r}")
+        missing = [name for name in ("split_claims", VERIFY_PROMPT[config.strategy])
+                   if name not in config.prompts]
+        if missing:
+            raise ValueError(missing_prompts_message(config, missing, self.root))
         self.templates = {
             f"{name}/{version}": template_hash(name, version, self.root)
             for name, version in sorted(config.prompts.items())
@@ -92,6 +95,7 @@ class Pipeline:
         reason = self_grading_reason(record.generator, self.config.model)
         if reason:
             return JudgedAnswer(record, "refused", refused_reason=reason)
+        await prepare(record)
         if record.generator is None and self.config.require_generator:
             return JudgedAnswer(record, "refused", refused_reason=MISSING_GENERATOR)
         rule, strategy, assembler = self._decider(domain if domain is not None else record.domain)
@@ -107,8 +111,13 @@ class Pipeline:
                 record, "judged", split.claims, self._flag_models([_ruled(verdict, rule)]),
                 answer_status(split.claims),
             )
-        if decisions is None:
-            decisions = await strategy.decide(record, split.claims, run_id)
+        if decisions is None:  # an ungrounded claim is not judged (judge.split.claims)
+            wanted = [p for p in range(len(split.claims)) if p not in split.ungrounded]
+            decided = dict(zip(wanted, await strategy.decide(
+                record, [split.claims[p] for p in wanted], run_id) if wanted else [],
+                strict=True))
+            decisions = [decided.get(p) or Decision(claim, None, split.ungrounded[p])
+                         for p, claim in enumerate(split.claims)]
         verdicts = [_ruled(assembler.verdict(record, d, split_calls), rule) for d in decisions]
         return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
                             answer_status(split.claims), skipped=split.skipped)
@@ -129,6 +138,41 @@ class Pipeline:
                 verdict.review_reasons.append("model_mismatch")
                 verdict.review = True
         return verdicts
+
+
+def missing_prompts_message(config: JudgeConfig, missing: list[str], root: Path) -> str:
+    """Which prompt versions the config must pin, and how: a ``prompts`` table naming the
+    versions it has and, for each missing prompt, its latest version."""
+    pinned = dict(config.prompts)
+    for name in missing:
+        versions = sorted((p.stem for p in (root / name).glob("v*.j2")),
+                          key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
+        pinned[name] = versions[-1] if versions else "v1"
+    table = ", ".join(f'{name} = "{version}"' for name, version in pinned.items())
+    names = " and ".join(repr(n) for n in missing)
+    return (f"the judge config names no version for prompt {names} (strategy "
+            f"{config.strategy!r} needs it): pin one in the config, e.g. "
+            f"prompts = {{{table}}}")
+
+
+#: Sources at least this long are prepared in a worker thread before the answer is judged.
+PREPARE_IN_THREAD_CHARS = 20_000
+
+
+async def prepare(record: AnswerRecord) -> None:
+    """The CPU-heavy preparation of long sources (sentence splitting, passage tokens: cached
+    per source, :func:`judge.text.prepare_source`) in a worker thread, so one long source does
+    not stall the event loop: the other answers' calls go on and finished answers are
+    committed meanwhile."""
+    long = [s.content for s in record.sources
+            if s.text is not None and len(s.text) >= PREPARE_IN_THREAD_CHARS]
+    if long:
+        await asyncio.to_thread(_prepare_all, long)
+
+
+def _prepare_all(texts: list[str]) -> None:
+    for text in texts:
+        prepare_source(text)
 
 
 def _ruled(verdict: Verdict, rule: str | None) -> Verdict:

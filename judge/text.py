@@ -317,6 +317,12 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (start, end) if end > start else None
 
 
+#: The longest piece of text pysbd is given at once: its time grows about 4x each time its
+#: input doubles, so a long text is segmented in pieces of at most this many characters
+#: (cut at a line break, else at the last sentence start pysbd found in the piece).
+PYSBD_CHUNK = 4000
+
+
 def _pysbd_starts(text: str) -> frozenset[int]:
     """Offsets where pysbd (English rules) starts a sentence.
 
@@ -328,8 +334,33 @@ def _pysbd_starts(text: str) -> frozenset[int]:
 
     if not text:
         return frozenset()
-    return frozenset(_sentence_starts(text, Processor(text, _pysbd_english(),
-                                                      char_span=True).process()))
+    starts: set[int] = set()
+    english, n, pos = _pysbd_english(), len(text), 0
+    while pos < n:  # pieces of at most PYSBD_CHUNK: pysbd's time grows faster than its input
+        end = min(n, pos + PYSBD_CHUNK)
+        line = text.rfind("\n", pos + PYSBD_CHUNK // 4, end) if end < n else -1
+        if line >= 0:  # a line break ends a sentence anyway: the piece is whole
+            end = line + 1
+        chunk = text[pos:end]
+        found = (_sentence_starts(chunk, Processor(chunk, english, char_span=True).process())
+                 if any(ch in ".．" for ch in chunk) else [len(chunk) - len(chunk.lstrip())])
+        if end < n and line < 0:
+            # cut in the middle of a paragraph: at the last sentence start pysbd found in
+            # the piece's second half (the sentence from there on may be cut short, so it is
+            # found again, whole, in the next piece); no such start: at the last space
+            later = [at for at in found if at >= len(chunk) // 2]
+            if later:
+                cut = later[-1]
+                found = [at for at in found if at < cut] + [cut]
+            else:
+                space = chunk.rfind(" ", len(chunk) // 2)
+                cut = space + 1 if space >= 0 else len(chunk)
+            end = pos + cut
+        starts.update(pos + at for at in found if pos + at < end or pos + at == n)
+        if end < n:
+            starts.add(end)  # where the next piece starts (its first sentence)
+        pos = end
+    return frozenset(starts)
 
 
 @lru_cache(maxsize=1)
@@ -434,6 +465,15 @@ def _sentence_tokens(text: str) -> tuple[tuple[tuple[int, int], ...], list[set[s
     """Sentence spans of a source and each sentence's token set (cached per source)."""
     spans = tuple(passage_sentences(text))
     return spans, [set(tokens(text[s:e])) for s, e in spans]
+
+
+def prepare_source(text: str) -> None:
+    """Fill the per-source caches (normalised text, sentences, passages and their tokens):
+    CPU work that a long source makes long, done once, ahead, off the event loop (see
+    :func:`judge.pipeline.prepare`)."""
+    normalize_with_map(text)
+    sentence_spans(text)
+    _sentence_tokens(text)
 
 
 def best_passages(

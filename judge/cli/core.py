@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from judge.cli import app
+from judge.cli import EXIT_USAGE, app
 from judge.cli.common import (
     DB_OPTION,
     EXISTING_DB_OPTION,
@@ -80,6 +80,11 @@ def run(
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
+    from judge.models.client import model_unavailable
+
+    unavailable = model_unavailable(cfg.model)
+    if unavailable:  # before anything is stored
+        fail(f"{unavailable}; or pass --model", code=EXIT_USAGE)
     store = open_store(db)
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
     source = sys.stdin.buffer if str(input) == "-" else input

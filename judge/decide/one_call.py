@@ -7,8 +7,10 @@ The model's claims go through the same checks as a separate split (:meth:`Splitt
 sentence numbers exist, every sentence is claimed or skipped for an accepted reason, the
 bound); each claim's judgement is read as a compact verify judgement (its quotes extended to
 their sentences). A sentence the call left uncovered becomes a claim that the batch strategy
-verifies in a second call. A call that fails leaves the answer as one ``judge_error`` claim,
-as a failed split does.
+verifies in a second call. One claim judged twice with different labels (or subtypes) is a
+``judge_error``, both times, as conflicting judgements of a verify call are; so is a claim not
+grounded in its sentence (:mod:`judge.split.checkable`). A call that fails leaves the answer as
+one ``judge_error`` claim, as a failed split does.
 
 An answer whose prompt does not fit the model's context, or whose claims might not fit
 ``max_tokens``, is split and verified in separate calls as without ``one_call``.
@@ -16,6 +18,8 @@ An answer whose prompt does not fit the model's context, or whose claims might n
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
 from judge.config import JudgeConfig
@@ -24,7 +28,7 @@ from judge.decide.batch import BatchStrategy, expand, source_data
 from judge.decide.fit import fits_whole, prompt_tokens, schema_tokens
 from judge.models.client import CallFailed, ModelClient
 from judge.models.prompts import render
-from judge.models.schemas import JointOutput
+from judge.models.schemas import JointClaim, JointOutput
 from judge.records import AnswerRecord
 from judge.split.claims import Split, Splitter, unsplit_claim
 
@@ -37,6 +41,25 @@ def one_line(text: str) -> str:
     """A sentence on one line: every line break (any of those ``str.splitlines`` knows) and
     the spaces around it become one space, so the text cannot open a line of the prompt."""
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def conflicting(claims: Sequence[JointClaim], texts: list[str]) -> dict[int, str]:
+    """The model's claims judged more than once with different judgements: the same claim
+    (its sentence and its text, the whole sentence when left out, compared after NFKC,
+    case and spacing) given two labels or subtypes. Index → why it is a ``judge_error``,
+    as a verify call's conflicting judgements are (:func:`judged_twice`)."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for index, c in enumerate(claims):
+        text = c.text.strip() or (texts[c.sentence - 1] if 1 <= c.sentence <= len(texts) else "")
+        key = " ".join(unicodedata.normalize("NFKC", text).casefold().split()).rstrip(".。")
+        groups.setdefault((c.sentence, key), []).append(index)
+    out: dict[int, str] = {}
+    for (sentence, _), members in groups.items():
+        if len({(claims[i].label, claims[i].subtype) for i in members}) > 1:
+            for i in members:
+                out[i] = (f"the model judged one claim of sentence {sentence} "
+                          f"{len(members)} times with different labels: fail closed")
+    return out
 
 
 class OneCall:
@@ -76,9 +99,14 @@ class OneCall:
         if split.error is not None:
             return split, []
         decisions: dict[int, Decision] = {}
+        twice = conflicting(out.claims, texts)
         for position, (claim, index) in enumerate(zip(split.claims, split.made_from,
                                                       strict=True)):
-            if index is not None:  # the split call's id is the verdict's first call already
+            if position in split.ungrounded:  # not the sentence's claim: not judged
+                decisions[position] = Decision(claim, None, split.ungrounded[position])
+            elif index in twice:  # judged twice, differently: neither judgement is trusted
+                decisions[position] = Decision(claim, None, twice[index])
+            elif index is not None:  # the split call's id is the verdict's first call already
                 judged = out.claims[index]
                 decisions[position] = Decision(claim, expand(judged, record, position + 1))
         uncovered = [p for p in range(len(split.claims)) if p not in decisions]

@@ -15,6 +15,15 @@ from typing import Any  # noqa: E402
 CHOICE_TOP_LOGPROBS = 20
 #: A choice answer must put at least this much probability on the option letters.
 CHOICE_MIN_MASS = 0.5
+#: Rounding a provider may do: listed probabilities summing above 1 + this fail closed.
+CHOICE_MASS_EPS = 0.05
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -24,9 +33,11 @@ def _get(obj: Any, name: str) -> Any:
 
 def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
     """Log-probabilities of the option letters in the first generated token's top
-    alternatives (leading spaces ignored; the best spelling of a letter counts). A letter
+    alternatives. A letter's spellings (``"A"``, ``" A"``, ``"a"``: distinct tokens) are merged
+    by adding their probabilities (log-sum-exp); a token listed twice counts once. A letter
     missing from the top list gets the smallest listed log-probability (an upper bound).
-    Impossible values (above 0, infinite, not a number) fail closed."""
+    What is not a distribution fails closed: a value above 0, infinite or not a number, the
+    listed tokens' probabilities summing above 1 + ``CHOICE_MASS_EPS``, no option token."""
     choices = _get(response, "choices") or []
     logprobs = _get(choices[0], "logprobs") if choices else None
     content = _get(logprobs, "content") if logprobs is not None else None
@@ -48,24 +59,32 @@ def option_logprobs(response: Any, options: dict[str, str]) -> dict[str, float]:
         if math.isnan(number) or number > 1e-6 or number == math.inf:
             raise ValueError(f"impossible log-probability {value!r} for {token!r}")
         values.append((token, number))
-    seen: dict[str, float] = {}
+    # one entry per distinct token (a provider listing the same token twice is not twice
+    # the probability); a letter's spellings ("A", " A", "a") are distinct tokens, so their
+    # probabilities add up (log-sum-exp)
+    distinct: dict[str, float] = {}
     for token, value in values:
+        distinct.setdefault(token, value)
+    total = _logsumexp(list(distinct.values()))
+    if total > math.log(1 + CHOICE_MASS_EPS):  # rounding aside, probabilities cannot exceed 1
+        raise ValueError(f"impossible log-probabilities: the listed tokens' probabilities sum "
+                         f"to {math.exp(total):.2f}")
+    variants: dict[str, list[float]] = {}
+    for token, value in distinct.items():
         key = token.strip().upper()
         if key in options:
-            seen[key] = max(seen.get(key, -math.inf), value)
-    if not seen:
+            variants.setdefault(key, []).append(value)
+    if not variants:
         raise ValueError(f"the model answered none of the options {sorted(options)}")
+    seen = {key: _logsumexp(spellings) for key, spellings in variants.items()}
     if any(math.isinf(v) for v in seen.values()) or all(v == -math.inf for _, v in values):
         raise ValueError("an option letter has log-probability -inf")
-    floor = min(value for _, value in values)
+    floor = min(distinct.values())
     mass = sum(math.exp(v) for v in seen.values())
     if mass < CHOICE_MIN_MASS:
         raise ValueError(
             f"the model put only {mass:.2f} of its probability on the option letters"
         )
-    if mass > 1.05:  # rounding aside, probabilities cannot sum above 1
-        raise ValueError(f"impossible log-probabilities: the options' probabilities sum to "
-                         f"{mass:.2f}")
     return {value: round(seen.get(letter, floor), 6) for letter, value in options.items()}
 
 

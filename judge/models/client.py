@@ -46,11 +46,13 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
 from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
+from judge.models.budget import Budget, BudgetSpent, Limits, Reservation, prompt_estimate  # noqa: E402
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
+from judge.models.embedded import ModelUnavailable, model_unavailable  # noqa: E402
+from judge.models.embedding import EmbeddingCalls  # noqa: E402
 from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.models.ratelimit import RateLimiter  # noqa: E402
-from judge.models.vectors import encode, raw_vector, response_vector, stored_vector  # noqa: E402
 from judge.store import now  # noqa: E402
 from judge.text import estimate_tokens  # noqa: E402
 
@@ -91,15 +93,6 @@ class CallStore(Protocol):
     def save_call(self, row: dict[str, Any], attempts: Any = ()) -> None: ...
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Budgets of one run (None: no limit). Calls served from the store are free."""
-
-    max_calls: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None
-
-
 @dataclass
 class CallStats:
     made: int = 0
@@ -113,18 +106,6 @@ class CallStats:
     completion_tokens: int = 0
     cost: float = 0.0
     model_mismatch: set[str] = field(default_factory=set)
-
-
-class _Zero(int):
-    """0 that is true: litellm's OpenAI embedding path takes ``max_retries or its default``,
-    so a plain 0 would let the SDK retry twice behind this client's back."""
-
-    def __bool__(self) -> bool:
-        return True
-
-
-#: ``max_retries`` for litellm's embedding calls: no retry by the provider SDK.
-NO_SDK_RETRIES = _Zero(0)
 
 
 @cache
@@ -165,8 +146,12 @@ def instructor_model(model: type[T]) -> type[T]:
 
 
 def ensure_provider(model: str) -> None:
-    """Register lazily the local providers a model string needs."""
+    """Register lazily the local providers a model string needs; a model that cannot exist
+    here (the embedded one without its extra) is :class:`ModelUnavailable`."""
     if model.startswith("embedded/"):
+        why = model_unavailable(model)  # the embedded default without its extra
+        if why:
+            raise ModelUnavailable(why)
         from judge.models.embedded_provider import register
 
         register()
@@ -179,7 +164,7 @@ def _replay_failure(stored: dict[str, Any] | None, call_id: str, purpose: str) -
     raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
 
 
-class ModelClient:
+class ModelClient(EmbeddingCalls):
     """Model calls with a store-backed cache. ``replay=True`` never calls a model."""
 
     def __init__(self, config: JudgeConfig, store: CallStore | None, replay: bool = False,
@@ -198,6 +183,7 @@ class ModelClient:
         self._semaphore = asyncio.Semaphore(config.calls_in_flight())
         self._rate = RateLimiter(config.rpm, config.tpm)
         self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
+        self._budget = Budget(self.limits, self.stats, config.model)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._consecutive_failures = 0
         self._instructor: Any = None
@@ -299,8 +285,9 @@ class ModelClient:
         if self.replay:
             _replay_failure(stored, call_id, purpose)
         result: tuple[T, str] = await self._once(
-            call_id, lambda: self._structured_call(prompt, response_model, schema, call_id,
-                                                   purpose, run_id))
+            call_id, lambda held: self._structured_call(prompt, response_model, schema, call_id,
+                                                        purpose, run_id, held.reasks),
+            prompt, self.config.max_tokens, self.config.reasks)
         return result
 
     def _client(self) -> Any:
@@ -327,6 +314,7 @@ class ModelClient:
         call_id: str,
         purpose: str,
         run_id: str | None,
+        reasks: int | None = None,
     ) -> tuple[T, str]:
         from instructor.core.hooks import Hooks
 
@@ -345,7 +333,7 @@ class ModelClient:
                 # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
                 messages=prompt.messages,  # type: ignore[arg-type]
                 response_model=instructor_model(response_model),
-                max_retries=self.config.reasks,
+                max_retries=self.config.reasks if reasks is None else reasks,
                 hooks=hooks,
                 timeout=self.config.timeout_s,
                 **self.params(),
@@ -393,7 +381,9 @@ class ModelClient:
             _replay_failure(stored, call_id, purpose)
         result: tuple[dict[str, float], str] = await self._once(
             call_id,
-            lambda: self._choice_call(prompt, options, schema, call_id, purpose, run_id, params))
+            lambda _: self._choice_call(prompt, options, schema, call_id, purpose, run_id,
+                                        params),
+            prompt, 1, 0)
         return result
 
     async def _choice_call(
@@ -444,88 +434,15 @@ class ModelClient:
             raise CallFailed(error or "no output", call_id)
         return scores, call_id
 
-    # -- embedding calls: one forward pass, the last token's hidden state ----------------
-
-    #: what an embedding call asks for (part of its identity)
-    EMBED_SCHEMA: dict[str, Any] = {"embedding": "last_token_hidden_state", "dtype": "float16"}
-
-    async def embed(
-        self, prompt: RenderedPrompt, purpose: str, run_id: str | None
-    ) -> tuple[Any, str]:
-        """The hidden state of the prompt's last token (``prompt.as_text()``, no chat
-        template) as a float16 vector, and the call id. Stored with the call, so replay and
-        ``judge fit`` read it with no model call. A provider that returns no vector, or an
-        impossible one, fails closed (``CallFailed``)."""
-        schema = self.EMBED_SCHEMA
-        params: dict[str, Any] = {}
-        call_id = self._call_id(prompt, schema, params)
-        stored = self.store.get_call(call_id) if self.store else None
-        vector = None if call_id in self.refresh else stored_vector(stored)
-        if vector is not None:
-            self.stats.cached += 1
-            self._note_model(call_id, stored.get("model_answered") if stored else None)
-            return vector, call_id
-        if self.replay:
-            _replay_failure(stored, call_id, purpose)
-        result: tuple[Any, str] = await self._once(
-            call_id, lambda: self._embed_call(prompt, schema, call_id, purpose, run_id, params))
-        return result
-
-    async def _embed_call(
-        self, prompt: RenderedPrompt, schema: dict[str, Any], call_id: str, purpose: str,
-        run_id: str | None, params: dict[str, Any],
-    ) -> tuple[Any, str]:
-        import litellm
-
-        litellm.suppress_debug_info = True
-        attempts = Attempts(call_id, run_id)
-        row = self._row(prompt, schema, call_id, purpose, run_id, params)
-        started = time.perf_counter()
-        text = prompt.as_text()
-
-        async def send() -> Any:
-            attempts.start()
-            try:
-                # the provider SDK must not retry on its own: this client is the one retry
-                # layer (see NO_SDK_RETRIES)
-                response = await litellm.aembedding(
-                    model=self.config.model, input=[text], timeout=self.config.timeout_s,
-                    max_retries=NO_SDK_RETRIES, **self.endpoint())
-            except Exception as exc:
-                attempts.error(exc)
-                raise
-            attempts.response(response)
-            return response
-
-        vector = None
-        response, error = await self._retrying(send, call_id, self._rate_tokens(prompt, 0))
-        if response is not None:
-            usage = getattr(response, "usage", None)
-            row.update({
-                "raw_output": raw_vector(response),
-                "model_answered": getattr(response, "model", None),
-                "system_fingerprint": (getattr(response, "_hidden_params", None) or {}).get(
-                    "system_fingerprint"),
-                "finish_reason": None,
-                "prompt_tokens": getattr(usage, "prompt_tokens", None) or 0,
-                "completion_tokens": 0,
-                "cost": (getattr(response, "_hidden_params", None) or {}).get("response_cost"),
-            })
-            try:
-                vector = response_vector(response)
-            except ValueError as exc:
-                error = str(exc)
-                attempts.parse_error(exc)
-        self._finish(row, attempts, (time.perf_counter() - started) * 1000,
-                     encode(vector) if vector is not None else None, error)
-        if vector is None:
-            raise CallFailed(error or "no output", call_id)
-        return vector, call_id
-
     # -- shared -------------------------------------------------------------------------
 
-    async def _once(self, call_id: str, make: Callable[[], Awaitable[R]]) -> R:
-        """Make a call, unless the identical call is in flight: then wait for its result."""
+    async def _once(
+        self, call_id: str, make: Callable[[Reservation], Awaitable[R]],
+        prompt: RenderedPrompt | None = None, completion: int = 0, reasks: int = 0,
+    ) -> R:
+        """Make a call, unless the identical call is in flight: then wait for its result.
+        The call's share of the budgets is reserved before it is sent and released after it
+        (its real use is accounted by then)."""
         pending = self._inflight.get(call_id)
         if pending is not None:
             self.stats.merged += 1
@@ -534,8 +451,11 @@ class ModelClient:
         self._inflight[call_id] = future
         try:
             async with self._semaphore:
-                self._check_limits()
-                result = await make()
+                held = self._check_limits(prompt, completion, reasks)
+                try:
+                    result = await make(held)
+                finally:
+                    self._budget.release(held)
                 self.refresh.discard(call_id)
         except BaseException as exc:
             future.set_exception(exc)
@@ -556,21 +476,20 @@ class ModelClient:
             return 0
         return sum(estimate_tokens(m["content"]) for m in prompt.messages) + completion
 
-    def _check_limits(self) -> None:
+    def _check_limits(self, prompt: RenderedPrompt | None = None, completion: int = 0,
+                      reasks: int = 0) -> Reservation:
+        """Reserve a call's share of the budgets (:class:`judge.models.budget.Budget`), or
+        stop the run when it does not fit."""
         if self.stopped:
             raise RunStopped(self.stopped)
-        limits, stats = self.limits, self.stats
-        spent = []
-        if limits.max_calls is not None and stats.made >= limits.max_calls:
-            spent.append(f"{stats.made} model calls (--max-calls {limits.max_calls})")
-        tokens = stats.prompt_tokens + stats.completion_tokens
-        if limits.max_tokens is not None and tokens >= limits.max_tokens:
-            spent.append(f"{tokens} tokens (--max-tokens {limits.max_tokens})")
-        if limits.max_cost is not None and stats.cost >= limits.max_cost:
-            spent.append(f"${stats.cost:.4f} (--max-cost {limits.max_cost})")
-        if spent:
-            raise self._stop("budget spent: " + ", ".join(spent) + "; what finished is stored, "
-                             "and running the same command again resumes")
+        try:
+            return self._budget.reserve(prompt_estimate(prompt), completion, reasks)
+        except BudgetSpent as exc:
+            raise self._stop(str(exc)) from None
+
+    def stop_reason(self) -> str | None:
+        """Why the run stopped, with a budget's final numbers."""
+        return self._budget.message() or self.stopped
 
     async def _retrying(
         self, call: Callable[[], Awaitable[R]], call_id: str = "", tokens: int = 0

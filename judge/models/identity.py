@@ -9,8 +9,13 @@ otherwise let a generator name slip past the ban: Unicode compatibility forms (f
 letters), look-alike letters from other scripts, zero-width and whitespace characters, provider
 routes and deployment paths, fine-tune ids (``ft:gpt-4o-mini-2024-07-18:acme::x``), vendor
 prefixes of model gardens (``bedrock/anthropic.claude-…``, ``bedrock/us.meta.llama3-…``),
-tags, dates, versions and quantisation suffixes; and a table of vendor names for one family
-(``tongyi-qianwen`` is Qwen).
+tags, dates, versions and quantisation suffixes; provider separators other than ``/``
+(``openai:gpt-4o-mini``, backslashes, Unicode slashes), version segments after a slash
+(``gpt-4o-mini/latest``), quote marks, natural-language names (``OpenAI GPT-4o mini``), short
+aliases (``4o-mini``); and a table of vendor names for one family (``tongyi-qianwen`` is Qwen).
+Two names are the same model when their skeletons (digits that pass for letters folded) are
+equal. A family is the vendor's family, not a shared prefix: ``EleutherAI/gpt-j-6b`` is not
+OpenAI's. The rule and its limits: ``docs/self-grading.md``.
 """
 
 from __future__ import annotations
@@ -59,7 +64,56 @@ _CONFUSABLES = str.maketrans({
     "в": "b", "н": "h", "ο": "o", "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v",
     "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
     "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "―": "-", "−": "-", "﹣": "-",
+    # Latin letters NFKC keeps apart from the ASCII ones they look like (Unicode's
+    # confusables.txt, the letters that occur in model names)
+    "ɡ": "g", "ı": "i", "ɪ": "i", "ȷ": "j", "ɑ": "a", "ɒ": "a", "ʏ": "y", "ɴ": "n", "ʀ": "r",
+    "ᴀ": "a", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ᴊ": "j", "ᴋ": "k", "ᴍ": "m", "ᴏ": "o", "ᴘ": "p",
+    "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ᴢ": "z", "ℓ": "l", "ꞵ": "b", "ǀ": "l",
+    "ԁ": "d", "ԃ": "d", "ɢ": "g", "ʜ": "h", "ʟ": "l", "ꜱ": "s", "ƅ": "b", "ɩ": "i",
+    "օ": "o", "ո": "n", "ս": "u", "ց": "g", "ւ": "w", "հ": "h", "ք": "p", "Ꭵ": "i",
+    "η": "n", "μ": "u", "ω": "w", "β": "b", "γ": "y", "ϲ": "c", "ӏ": "l",
+    "ɜ": "e", "ɛ": "e", "ǝ": "e", "ʋ": "u",
+    # slashes and colons that look like the separators
+    "∕": "/", "⁄": "/", "⧸": "/", "╱": "/", "\\": "/", "⼃": "/", "丿": "/",
+    "∶": ":", "ː": ":", "꞉": ":", "˸": ":",
 })
+#: Quote marks around or inside a name: dropped.
+_QUOTE_MARKS = "\"'`´‘’‚‛“”„‟«»‹›「」『』〝〞＂＇"
+#: The skeleton used to compare two names as the same model: digits that pass for letters
+#: ("gpt-40-mini" is "gpt-4o-mini" to a reader).
+_SKELETON = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l"})
+#: Providers and gateways a name may be routed through with another separator than "/"
+#: ("openai:gpt-4o-mini", "OpenAI GPT-4o mini"). Not model family names: "qwen:7b" is an
+#: Ollama tag.
+_PROVIDERS = frozenset({
+    "openai", "anthropic", "azure", "azure_ai", "google", "vertex_ai", "bedrock", "openrouter",
+    "together_ai", "together", "groq", "fireworks_ai", "deepinfra", "ollama", "ollama_chat",
+    "huggingface", "hf", "dashscope", "alibaba", "meta", "meta-llama", "mistralai",
+    "embedded", "hosted_vllm", "vllm", "replicate", "sagemaker", "perplexity", "xai",
+    "cohere", "deepseek-ai", "microsoft", "nvidia", "litellm_proxy", "cloudflare",
+})
+#: Segments after the name that only pick a version of it (``gpt-4o-mini/latest``).
+_ROUTE_SUFFIX = re.compile(
+    r"^(latest|stable|default|preview|current|main|v?\d+([.-]\d+)*|\d{4}-\d{2}-\d{2}|"
+    r"chat|instruct|base)$")
+#: Short names that stand for one family's model (``4o-mini`` is OpenAI's GPT-4o mini).
+_SHORT_ALIASES = (
+    (re.compile(r"^(?:(\d(?:\.\d)?)-)?(sonnet|haiku|opus)(?=$|-)"), r"claude-\2"),
+    (re.compile(r"^(?:gpt)?-?(4o|4\.1|4\.5|4|3\.5)(?=$|-)"), r"gpt-\1"),
+)
+#: Families that share a prefix with another vendor's family but are not it (a family is the
+#: vendor's family, not a shared prefix): EleutherAI's GPT-J / GPT-Neo / GPT-NeoX, AI Sweden's
+#: GPT-SW3, Nomic's GPT4All.
+_OTHER_VENDOR_FAMILIES = {
+    "gpt-j": "gpt-j", "gptj": "gpt-j", "gpt-neo": "gpt-neo", "gpt-neox": "gpt-neo",
+    "gpt-sw3": "gpt-sw3", "gpt4all": "gpt4all",
+}
+#: Publishers (the organisation part of a ``org/name`` route) whose names start like another
+#: vendor's family: the name is theirs.
+_PUBLISHER_FAMILY = {
+    "eleutherai": "gpt-neo", "ai-sweden-models": "gpt-sw3", "ai-sweden": "gpt-sw3",
+    "nomic-ai": "gpt4all", "cerebras": "cerebras", "bigscience": "bloom",
+}
 _VERSION_SUFFIX = re.compile(
     r"(-(latest|preview|\d{4}-?\d{2}-?\d{2}|\d{8}|\d{4}|v\d+(\.\d+)*|q\d+(-[a-z0-9]{1,2})*|"
     r"f16|fp16|bf16|gguf|instruct|chat|it))+$"
@@ -67,19 +121,35 @@ _VERSION_SUFFIX = re.compile(
 
 
 def canonical_text(model: str) -> str:
-    """NFKC, casefolded, look-alike letters folded, every whitespace, zero-width, format and
-    control character removed."""
+    """NFKC, casefolded, look-alike letters, slashes and colons folded, quote marks, zero-width,
+    format and control characters removed; whitespace next to a separator or at the ends
+    removed, whitespace inside a name a hyphen (``GPT 4o mini`` → ``gpt-4o-mini``)."""
     text = unicodedata.normalize("NFKC", model).casefold().translate(_CONFUSABLES)
-    return "".join(
+    text = "".join(
         ch for ch in text
-        if not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc", "Zs", "Mn")
+        if ch not in _QUOTE_MARKS and (ch.isspace() or unicodedata.category(ch)
+                                       not in ("Cf", "Cc", "Mn"))
     )
+    text = re.sub(r"\s*([/:@])\s*", r"\1", text.strip())
+    text = re.sub(r"\s*-\s*", "-", text)
+    text = re.sub(r"\s+", "-", text)
+    # a provider named before the name with another separator: "openai:…", "openai-gpt…"
+    head, sep, rest = text.partition(":")
+    if sep and head in _PROVIDERS and rest:
+        text = f"{head}/{rest}"
+    for provider in sorted(_PROVIDERS, key=len, reverse=True):
+        if text.startswith(provider + "-") and not text.startswith(provider + "-/"):
+            text = provider + "/" + text[len(provider) + 1:]
+            break
+    return text
 
 
 def model_route(model: str) -> tuple[list[str], str]:
     """(provider path, bare model name) of a model string, after :func:`canonical_text`;
     fine-tune ids are reduced to their base model."""
     parts = [p for p in canonical_text(model).split("/") if p]
+    while len(parts) > 1 and _ROUTE_SUFFIX.match(parts[-1]):  # gpt-4o-mini/latest
+        parts.pop()
     name = parts[-1] if parts else ""
     route = parts[:-1]
     name = name.removeprefix("ft:")  # ft:<base>:<org>::<id>
@@ -100,7 +170,16 @@ def normalize_model(model: str) -> str:
     previous = None
     while previous != name:
         previous, name = name, _VERSION_SUFFIX.sub("", name)
+    name = re.sub(r"^gpt(?=\d)", "gpt-", name)  # gpt4o → gpt-4o
+    for pattern, full in _SHORT_ALIASES:
+        name = pattern.sub(full, name, count=1)
     return name
+
+
+def skeleton(model: str) -> str:
+    """The normalised name with digits that pass for letters folded (``0`` → ``o``, ``1`` and
+    ``i`` → ``l``): two names with one skeleton read as one model."""
+    return normalize_model(model).translate(_SKELETON)
 
 
 def model_family(model: str) -> str:
@@ -108,6 +187,14 @@ def model_family(model: str) -> str:
     table of vendor names (``tongyi-qianwen`` → ``qwen``)."""
     route, _ = model_route(model)
     name = normalize_model(model)
+    for publisher in route:
+        if publisher in _PUBLISHER_FAMILY:
+            return _PUBLISHER_FAMILY[publisher]
+    for prefix, family in sorted(_OTHER_VENDOR_FAMILIES.items(), key=lambda kv: -len(kv[0])):
+        if name == prefix or name.startswith(prefix + "-") or (
+                name.startswith(prefix) and name[len(prefix):][:1].isdigit()
+                and prefix.endswith(("j", "all"))):
+            return family
     for alias, family in sorted(_FAMILY_ALIASES.items(), key=lambda kv: -len(kv[0])):
         if name == alias or name.startswith(alias + "-") or alias in route:
             return family
@@ -120,7 +207,7 @@ def self_grading_reason(generator: str | None, judge_model: str) -> str | None:
     """Why judging this generator's answers with this judge model is refused, or None."""
     if not generator or not canonical_text(generator):
         return None
-    if normalize_model(generator) == normalize_model(judge_model):
+    if skeleton(generator) == skeleton(judge_model):
         return (
             f"self-grading refused: the answer was generated by {generator!r}, which is the judge "
             f"model {judge_model!r}; judge it with a model of another family"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
 from judge.store.leases import LEASE_SECONDS, new_holder
+
+log = logging.getLogger(__name__)
 
 #: (answers done, answers to judge now)
 Progress = Callable[[int, int], None]
@@ -207,6 +210,15 @@ class _Run:
             with contextlib.suppress(Exception):  # a busy store: again at the next beat
                 self.store.renew_leases(self.holder, self.lease_s)
 
+    async def committer(self) -> None:
+        """Commit finished answers on a timer, not only when the next one finishes."""
+        while True:
+            await asyncio.sleep(self.buffer.seconds / 2)
+            try:
+                self.buffer.flush_if_due()
+            except Exception as exc:  # an answer that could not be written: the rest is in
+                log.warning("committing finished answers: %s", _why(exc))
+
 
 async def run_batch(
     batch: BatchInput,
@@ -275,6 +287,7 @@ async def run_batch(
         run.runner = runner = _executor(executor, pipeline, config, store, ray_address, workers)
     semaphore = asyncio.Semaphore(runner.capacity)
     beat = asyncio.ensure_future(run.heartbeat())
+    committer = asyncio.ensure_future(run.committer())
     try:
         await asyncio.gather(*(run.one(item, semaphore) for item in todo))
         while run.held and not run.stopped:  # answers another live run is judging
@@ -284,6 +297,7 @@ async def run_batch(
             await asyncio.gather(*(run.one(item, semaphore) for item in waiting))
     finally:
         beat.cancel()
+        committer.cancel()
         runner.close()
         buffer.flush()
         store.release_leases(run.holder)
@@ -303,7 +317,8 @@ async def run_batch(
     summary.cost = stats.cost
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
-    summary.stopped = run.stopped
+    # a budget's message with the final numbers (calls in flight finished since it stopped)
+    summary.stopped = run.stopped and (pipeline.client.stop_reason() or run.stopped)
     if run.stopped:
         summary.pending = sum(1 for item in todo if not store.answer_done(
             pipeline.judge_version, item.record.answer_id))

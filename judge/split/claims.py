@@ -7,12 +7,19 @@ the model splits the numbered sentences into claims. A split that fails, finds n
 non-empty answer, or gives more claims than the bound, gives one ``unsplit`` claim holding the
 whole answer, which becomes a ``judge_error`` verdict (fail closed).
 
-From ``split_claims`` v2 on the split is also checked for coverage: every sentence must give a
+The split is checked for coverage: from ``split_claims`` v2 on every sentence must give a
 claim or be skipped with a reason (greeting, question, advice, filler). The program accepts a
 skip only when the sentence fits it (a question has a question mark; nothing with a digit is
-skipped; greetings and filler are short); a sentence neither claimed nor accepted as skipped
-becomes an ``uncovered`` claim judged as it stands, and is flagged for review. Accepted skips
-are recorded with their reasons.
+skipped; advice, greetings and filler state nothing checkable — no citation, number, name or
+statement, :mod:`judge.split.checkable` —; greetings and filler are short); a sentence neither
+claimed nor accepted as skipped becomes an ``uncovered`` claim judged as it stands, and is
+flagged for review. ``split_claims`` v1 names no skipped sentence (its outputs are read as
+they always were): there a sentence without a claim is accepted as skipped only when it states
+nothing checkable. Accepted skips are recorded with their reasons.
+
+A claim the model wrote in its own words must be grounded in the sentence it names (enough
+of its content words occur there, :func:`judge.split.checkable.grounding`); an ungrounded
+claim is not judged but becomes a ``judge_error`` for review (``Split.ungrounded``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from judge.models.prompts import render
 from judge.models.schemas import SplitOutput, SplitOutputV2
 from judge.records import AnswerRecord, Citation
 from judge.split.abstention import looks_like_abstention
+from judge.split.checkable import GROUNDED_SHARE, checkable_reason, grounding
 from judge.split.citations import Sentence, segment_answer
 from judge.verdicts import AnswerStatus, Claim
 
@@ -129,19 +137,30 @@ class Split:
     #: for each claim, the index of the model's claim it is (None: a sentence the model left
     #: uncovered, judged as it stands)
     made_from: list[int | None] = field(default_factory=list)
+    #: claim position -> why it is not grounded in its sentence: a ``judge_error``, not judged
+    ungrounded: dict[int, str] = field(default_factory=dict)
 
 
-def skip_accepted(text: str, reason: str) -> bool:
+def skip_accepted(text: str, reason: str, cites: bool = False) -> bool:
     """Whether the program accepts the model's reason for leaving a sentence out: never for
-    a sentence with a digit; a question needs a question mark; greetings and filler are
-    short."""
+    a sentence with a digit; a question needs a question mark; greetings, filler and advice
+    must state nothing checkable (:func:`judge.split.checkable.checkable_reason`: a citation,
+    a number, a name, a statement); greetings and filler are short."""
     if _DIGIT.search(text):
         return False
     if reason == "question":
         return "?" in text or "？" in text
+    if checkable_reason(text, cites) is not None:
+        return False
     if reason in ("greeting", "filler"):
         return len(text.strip()) <= SHORT_SKIP_CHARS
     return reason == "advice"
+
+
+def ungrounded_error(claim: str, sentence: int, text: str, share: float) -> str:
+    return (f"the claim {claim!r} is not grounded in sentence {sentence} ({text!r}): only "
+            f"{share:.0%} of its content words occur there (at least {GROUNDED_SHARE:.0%} "
+            "needed); the split may have rewritten it, a person should look")
 
 
 def uses_coverage(version: str) -> bool:
@@ -226,29 +245,46 @@ class Splitter:
             cites = kept[c.sentence - 1].citations if kept else []
             abstention = c.kind == "abstention" or looks_like_abstention(text)
             specs.append((c.sentence, (text, cites, abstention), "split", index))
-        skipped: list[dict[str, Any]] = []
-        if coverage:
-            specs, skipped = self._cover(specs, skips, texts, kept)
+        specs, skipped = self._cover(specs, skips, texts, kept, reasons_given=coverage)
         if len(specs) > bound:
             return Split([unsplit_claim(record)],
                          f"split produced {len(specs)} claims; the bound "
                          f"(max_claims_per_answer) is {bound}", call)
         claims = make_claims(record.answer_id, [spec for _, spec, _, _ in specs], origin="split")
-        for claim, (_, _, origin, _) in zip(claims, specs, strict=True):
+        ungrounded: dict[int, str] = {}
+        for position, (claim, (n, _, origin, made)) in enumerate(zip(claims, specs,
+                                                                       strict=True)):
             claim.origin = origin  # type: ignore[assignment]
-        return Split(claims, None, call, skipped, [index for _, _, _, index in specs])
+            if made is not None and found[made].text.strip():  # the model's own wording
+                share = grounding(claim.text, texts[n - 1], record.answer)
+                if share < GROUNDED_SHARE:
+                    ungrounded[position] = ungrounded_error(claim.text, n, texts[n - 1], share)
+        return Split(claims, None, call, skipped, [index for _, _, _, index in specs],
+                     ungrounded)
 
     @staticmethod
     def _cover(
         specs: list[Spec], skips: Sequence[Any], texts: list[str], kept: list[Sentence],
+        reasons_given: bool = True,
     ) -> tuple[list[Spec], list[dict[str, Any]]]:
         """Every sentence covered: claims in sentence order, each sentence neither claimed nor
-        skipped for an accepted reason added as an ``uncovered`` claim at its place."""
+        skipped for an accepted reason added as an ``uncovered`` claim at its place.
+        ``reasons_given`` false (``split_claims`` v1, whose output names no skipped sentence):
+        a sentence without a claim counts as skipped when it states nothing checkable."""
         claimed = {n for n, _, _, _ in specs}
         skipped: dict[int, str] = {}
+
+        def own_cites(n: int) -> bool:  # its own citation markers (not a later sentence's)
+            return bool(kept and kept[n - 1].citations and not kept[n - 1].inherited)
+
         for k in skips:
-            if k.sentence not in claimed and skip_accepted(texts[k.sentence - 1], k.reason):
+            if k.sentence not in claimed and skip_accepted(texts[k.sentence - 1], k.reason,
+                                                           own_cites(k.sentence)):
                 skipped.setdefault(k.sentence, k.reason)
+        if not reasons_given:
+            for n, text in enumerate(texts, start=1):
+                if n not in claimed and checkable_reason(text, own_cites(n)) is None:
+                    skipped[n] = "nothing checkable (split_claims v1 gives no reason)"
         for n, text in enumerate(texts, start=1):
             if n not in claimed and n not in skipped:
                 cites = kept[n - 1].citations if kept else []

@@ -60,6 +60,13 @@ class WriteBuffer:
         self._results.append((write, done))
         self._maybe_flush()
 
+    def flush_if_due(self) -> None:
+        """Commit when :attr:`seconds` have passed since the last commit (the run calls it on
+        a timer: a finished answer is committed within about that long whatever the next
+        answer does)."""
+        if time.monotonic() - self._last >= self.seconds:
+            self.flush()
+
     def _maybe_flush(self) -> None:
         if (len(self._results) >= self.answers
                 or time.monotonic() - self._last >= self.seconds):

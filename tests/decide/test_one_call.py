@@ -126,6 +126,26 @@ def test_a_sentence_left_uncovered_is_verified_in_a_second_call_and_flagged(
     assert second.call_ids[0] == first.call_ids[0]
 
 
+def test_one_claim_judged_twice_differently_is_a_judge_error_both_times(
+    fake_llm: FakeLLM, one_call: JudgeConfig
+) -> None:
+    def responder(schema: str, messages: list[dict[str, Any]]) -> str:
+        data = json.loads(joint_rule(messages[-1]["content"]))
+        first = data["claims"][0]
+        twin = {**first, "text": "paris is the capital of  France",  # the same claim, spelled
+                "label": "contradicted", "subtype": "numeric_or_version_error"}
+        return json.dumps({"claims": [first, twin, *data["claims"][1:]]})
+
+    fake_llm.responder = responder
+    (result,) = judge_answers([FREE], config=one_call)
+    labels = [(v.claim, v.label, v.review) for v in result.verdicts]
+    assert labels[:2] == [("Paris is the capital of France.", "judge_error", True),
+                          ("paris is the capital of  France", "judge_error", True)]
+    assert "judged one claim of sentence 1 2 times" in (result.verdicts[0].error or "")
+    # two different claims of one sentence are no conflict
+    assert labels[2][1] != "judge_error"
+
+
 @pytest.mark.parametrize("reply", [
     '{"claims": [{"sentence": 7, "label": "supported"}]}',           # no such sentence
     '{"claims": []}',                                                 # nothing in an answer

@@ -70,6 +70,21 @@ def test_option_logprobs_reads_letters_and_fails_closed() -> None:
         option_logprobs(_response({"The": -0.05, "A": math.log(0.05)}), OPTIONS)
 
 
+def test_option_logprobs_merges_spellings_and_refuses_what_is_no_distribution() -> None:
+    # "A", " A" and "a" are distinct tokens: their probabilities add up
+    got = option_logprobs(_response({"A": math.log(0.4), " A": math.log(0.2),
+                                     "a": math.log(0.1), "B": math.log(0.2)}), OPTIONS)
+    assert math.isclose(got["supported"], math.log(0.7), abs_tol=1e-6)
+    assert math.isclose(got["contradicted"], math.log(0.2), abs_tol=1e-6)
+    # spellings whose probabilities add up to more than 1 are no distribution
+    with pytest.raises(ValueError, match="sum to 2.22"):
+        option_logprobs(_response({"A": -0.2, " A": -0.3, "a": -0.5, "B": -3.0}), OPTIONS)
+    with pytest.raises(ValueError, match="not a number|impossible"):
+        option_logprobs(_response({"A": float("nan"), "B": -1.0}), OPTIONS)
+    with pytest.raises(ValueError, match="none of the options"):
+        option_logprobs(_response({"Yes": -0.1, "No": -3.0}), OPTIONS)
+
+
 def test_scores_strategy_labels_from_logprobs_and_is_replayable(
     tmp_path: Path, store: Store, fake_llm: FakeLLM
 ) -> None:

@@ -43,6 +43,9 @@ RECORDS: list[dict[str, Any]] = [
 A1 = ("Paris is the capital of France.", "The Seine flows through Paris.")
 A2 = ("Berlin is the capital of Germany.",)
 
+#: what the "rewrite" fault makes of every claim of a split
+REWRITTEN = "The moon is made of green cheese."
+
 #: Operational settings of every scenario: two retries, one re-ask, a short timeout.
 BASE = {"retries": 2, "reasks": 1, "backoff_s": 0.05, "timeout_s": 1.0, "breaker_after": 5,
         "concurrency": 1}
@@ -102,6 +105,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              ({"kind": "logprobs", "top": {"A": float("inf"), "B": -1.0, "C": -2.0,
                                             "D": -3.0}, "times": 0, "only": "choice"},),
              3, A1 + A2, "choice", 1, options=SCORES),
+    Scenario("logprob_variants_over_one",  # "A", " A", "a", "B": 0.82 + 0.74 + 0.61 + 0.05
+             ({"kind": "logprobs", "top": {"A": -0.2, " A": -0.3, "a": -0.5, "B": -3.0},
+               "times": 0, "only": "choice"},), 3, A1 + A2, "choice", 1, options=SCORES),
     Scenario("other_model", ({"kind": "model", "model": "anthropic/claude-3-5-sonnet",
                               "times": 0},), 0, A1 + A2, "split", 1, error=False,
              reason="model_mismatch"),
@@ -115,6 +121,27 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("one_call_dropped_sentences", ({"kind": "drop", "keep": 1, "only": "judge"},),
              0, A1[1:], "judge", 1, error=False, reason="uncovered_sentence",
              options=ONE_CALL),
+    Scenario("one_call_conflicting_judgements", ({"kind": "conflict", "only": "judge"},),
+             3, A1, "judge", 1, options=ONE_CALL),
+    # a sentence that states a fact skipped as "advice": judged as it stands and flagged
+    Scenario("skipped_checkable_sentence",
+             ({"kind": "skip", "sentence": 2, "reason": "advice", "only": "split"},),
+             0, A1[1:], "split", 1, error=False, reason="uncovered_sentence",
+             options={"prompts": {"split_claims": "v2", "verify_claims": "v2"}}),
+    Scenario("one_call_skipped_checkable_sentence",
+             ({"kind": "skip", "sentence": 2, "reason": "filler", "only": "judge"},),
+             0, A1[1:], "judge", 1, error=False, reason="uncovered_sentence",
+             options=ONE_CALL),
+    # claims that are not their sentences' words: judge_error, never judged
+    Scenario("rewritten_claims", ({"kind": "rewrite", "text": REWRITTEN, "only": "split"},),
+             3, (REWRITTEN,), "split", 1),
+    Scenario("one_call_rewritten_claims",
+             ({"kind": "rewrite", "text": REWRITTEN, "only": "judge"},), 3, (REWRITTEN,),
+             "judge", 1, options=ONE_CALL),
+    # a pinned split_claims v1 that drops a sentence: the sentence is judged and flagged
+    Scenario("v1_dropped_sentences", ({"kind": "drop", "keep": 1, "only": "split"},),
+             0, A1[1:], "split", 1, error=False, reason="uncovered_sentence",
+             options={"prompts": {"split_claims": "v1", "verify_claims": "v2"}}),
     Scenario("outage_breaker", ({"kind": "status", "status": 503, "times": 0},),
              4, A1, "split", 3, options={"breaker_after": 2}, pending=("a2",)),
     Scenario("budget", (), 4, (), "split", 1, cli=("--max-calls", "1"), pending=("a1", "a2"),

@@ -49,6 +49,21 @@ REFUSED: tuple[tuple[str, str], ...] = (
     ("bedrock/mistral.mistral-large-2402-v1:0", "mistral/mistral-small-latest"),
     ("mixtral-8x7b", "mistral/mistral-large-latest"),
     ("curie:ft-acme-2022-02-01-01-01-01", "openai/curie"),
+    *((name, "openai/gpt-4o-mini") for name in (
+        # provider separators other than "/"
+        "openai:gpt-4o-mini", "openai\\gpt-4o-mini", "openai∕gpt-4o-mini",  # U+2215
+        "openai⁄gpt-4o-mini", "openai⧸gpt-4o-mini",  # U+2044, U+29F8
+        # suffixes after a slash
+        "gpt-4o-mini/latest", "openai/gpt-4o-mini/2024-07-18",
+        # quoted names
+        '"gpt-4o-mini"', "'openai/gpt-4o-mini'", "“gpt-4o-mini”",
+        # natural-language names
+        "OpenAI GPT-4o mini", "GPT 4o Mini",
+        # look-alike letters NFKC keeps apart (a confusables skeleton folds them)
+        "ɡpt-4o-mini", "gpt-4o-mını", "gpt-40-mini",  # U+0261 script g, U+0131 dotless i, zero
+        # short aliases
+        "4o-mini", "gpt4o-mini",
+    )),
 )
 
 #: (generator, judge model): another family: judged (the ban must not refuse everything).
@@ -60,4 +75,10 @@ ALLOWED: tuple[tuple[str, str], ...] = (
     ("ollama/llama3.1:8b", "openai/gpt-4o-mini"),
     ("mistral/mistral-large-latest", "openai/gpt-4o"),
     ("bedrock/openai.gpt-oss-120b-1:0", "anthropic/claude-3-5-sonnet"),
+    # a family is its vendor's: EleutherAI's GPT-J shares a prefix with OpenAI's GPT, no more
+    ("EleutherAI/gpt-j-6b", "openai/gpt-4o-mini"),
+    ("EleutherAI/gpt-neox-20b", "openai/gpt-4o"),
+    ("gpt-j-6b", "openai/gpt-4o-mini"),
+    ("AI-Sweden-Models/gpt-sw3-126m", "openai/gpt-4o-mini"),
+    ("ollama/qwen:7b", "openai/gpt-4o-mini"),
 )

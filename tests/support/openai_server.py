@@ -18,10 +18,14 @@ answers resume::
         server.fault("model", model="openai/gpt-4o")     # answers as another model
         server.fault("logprobs", top={"A": 0.5, "B": -1}) # impossible log-probabilities
         server.fault("drop", keep=1)                      # the split (or judge) keeps 1 claim
+        server.fault("skip", sentence=2, reason="advice") # the split skips sentence 2 (as advice)
+        server.fault("rewrite", text="The moon is cheese.")  # the split rewrites every claim
         server.fault("conflict")                          # every claim judged twice, differently
+                                                          # (verify, and judge: one_call)
         server.fault("vector", vector=[float("nan")])     # /v1/embeddings: this vector instead
         # a fault can be limited to one kind of call: split, verify, judge, label, choice
         server.fault("content", content='{"claims": []}', only="split")
+        # after=1: the first matching request is served normally, the fault hits the next
         # times=0: until cleared (an outage)
         server.fault("status", status=503, times=0)
 
@@ -69,6 +73,11 @@ class Fault:
     top: dict[str, float] = field(default_factory=dict)
     keep: int = 1
     vector: list[float] = field(default_factory=list)
+    sentence: int = 2
+    reason: str = "advice"
+    text: str = ""
+    #: matching requests served normally before the fault applies
+    after: int = 0
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -208,6 +217,9 @@ class OpenAIServer:
         with self.lock:
             for fault in self.faults:
                 if fault.only in (None, kind):
+                    if fault.after > 0:  # not yet: this request is served normally
+                        fault.after -= 1
+                        return None
                     if fault.times > 0:  # 0: until cleared
                         fault.times -= 1
                         if fault.times == 0:
@@ -293,13 +305,26 @@ class OpenAIServer:
             data = json.loads(reply.content)
             data["claims"] = data["claims"][: fault.keep]
             return Reply(json.dumps(data, ensure_ascii=False))
-        if fault is not None and fault.kind == "conflict" and schema.endswith("VerifyOutput"):
+        if fault is not None and fault.kind == "skip" and (
+                schema.startswith("SplitOutput") or schema == "JointOutput"):
             data = json.loads(reply.content)
+            data["claims"] = [c for c in data["claims"] if c["sentence"] != fault.sentence]
+            data["skipped"] = [*data.get("skipped", []),
+                               {"sentence": fault.sentence, "reason": fault.reason}]
+            return Reply(json.dumps(data, ensure_ascii=False))
+        if fault is not None and fault.kind == "rewrite" and (
+                schema.startswith("SplitOutput") or schema == "JointOutput"):
+            data = json.loads(reply.content)
+            data["claims"] = [{**c, "text": fault.text} for c in data["claims"]]
+            return Reply(json.dumps(data, ensure_ascii=False))
+        if fault is not None and fault.kind == "conflict" and (
+                schema.endswith("VerifyOutput") or schema == "JointOutput"):
+            data = json.loads(reply.content)
+            key = "claims" if schema == "JointOutput" else "judgements"
             twins = [{**j, "label": "contradicted" if j["label"] == "supported" else "supported",
                       "subtype": "numeric_or_version_error" if j["label"] == "supported"
-                      else None} for j in data["judgements"]]
-            data["judgements"] = [x for pair in zip(data["judgements"], twins, strict=True)
-                                  for x in pair]
+                      else None} for j in data[key]]
+            data[key] = [x for pair in zip(data[key], twins, strict=True) for x in pair]
             return Reply(json.dumps(data, ensure_ascii=False))
         return reply
 
