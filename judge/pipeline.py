@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from judge.assembly.verdict import Assembler
-from judge.config import JudgeConfig, judge_version
-from judge.decide import VERIFY_PROMPT, Decision, Strategy, strategy_for
+from judge.config import JudgeConfig
+from judge.decide import Decision, Strategy, strategy_for
 from judge.models.client import ModelClient
 from judge.models.identity import self_grading_reason
-from judge.models.prompts import prompts_dir, template_hash
+from judge.models.prompts import prompts_dir
 from judge.records import AnswerRecord
 from judge.split.claims import Splitter, answer_status, unsplit_claim
 from judge.verdicts import AnswerStatus, Claim, Verdict
+from judge.version import pin
 
 if TYPE_CHECKING:
     from judge.decide.batch import BatchStrategy
@@ -51,14 +52,9 @@ class Pipeline:
         self.config = config
         self.client = client
         self.root = root or prompts_dir()
-        for required in ("split_claims", VERIFY_PROMPT[config.strategy]):
-            if required not in config.prompts:
-                raise ValueError(f"judge config names no version for prompt {required!r}")
-        self.templates = {
-            f"{name}/{version}": template_hash(name, version, self.root)
-            for name, version in sorted(config.prompts.items())
-        }
-        self.judge_version = judge_version(config, self.templates)
+        pinned = pin(config, self.root)  # the version is a function of config and templates
+        self.templates = pinned.templates
+        self.judge_version = pinned.id
         self.splitter = Splitter(config, client, self.root)
         self.strategy = strategy_for(config, client, self.root)
         self.one_call: OneCall | None = None

@@ -32,8 +32,7 @@ from judge.store import Store
 def version_config(store: Store, version: str) -> JudgeConfig:
     """The judge config a stored version was run with; refuses when its prompt templates have
     changed since (re-running it would be a different judge)."""
-    from judge.models.client import ModelClient
-    from judge.pipeline import Pipeline
+    from judge.version import version_of
 
     row = store.judge_version_row(version)
     if row is None:
@@ -41,11 +40,11 @@ def version_config(store: Store, version: str) -> JudgeConfig:
     # as the CLI builds a config (profile defaults included): the stored config holds only
     # the versioned fields
     config = JudgeConfig.load(None, **row["config"])
-    pipeline = Pipeline(config, ModelClient(config, None, replay=True))
-    if pipeline.judge_version != version:
+    current = version_of(config)
+    if current != version:
         raise EvaluationError(
             f"judge version {version} cannot be re-run: its config now gives version "
-            f"{pipeline.judge_version} (a prompt template changed)")
+            f"{current} (a prompt template changed)")
     return config
 
 

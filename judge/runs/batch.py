@@ -40,6 +40,7 @@ from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
 from judge.store.leases import LEASE_SECONDS, new_holder
+from judge.version import register
 
 #: (answers done, answers to judge now)
 Progress = Callable[[int, int], None]
@@ -73,9 +74,7 @@ def build_pipeline(
                          limits=limits)
     pipeline = Pipeline(config, client)
     if store is not None:
-        store.ensure_judge_version(
-            pipeline.judge_version, config.model, config.versioned_fields(), pipeline.templates
-        )
+        register(store, config, pipeline.root)
     return pipeline
 
 
