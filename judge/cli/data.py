@@ -22,8 +22,7 @@ from judge.cli.common import (
     terminal_width,
     write_stdout,
 )
-
-IMPORT_FORMATS = ("ragas", "deepeval", "label-studio", "argilla")
+from judge.formats import DATASET_FORMATS, IMPORT_FORMATS
 
 
 @app.command("import")
@@ -56,7 +55,7 @@ def import_cmd(
         fail(f"--format must be one of {', '.join(IMPORT_FORMATS)}")
     if not path.exists():
         fail(f"file {path} does not exist")
-    if fmt in api.DATASET_FORMATS:
+    if fmt in DATASET_FORMATS:
         try:
             records = api.read_dataset(path, fmt)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -44,11 +44,13 @@ from typing import Any, NoReturn, Protocol, TypeVar  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig  # noqa: E402
+from judge.errors import JudgeError  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
 from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
 from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
+from judge.models.providers import ensure_registered, provider_for  # noqa: E402
 from judge.models.ratelimit import RateLimiter  # noqa: E402
 from judge.store import now  # noqa: E402
 from judge.text import estimate_tokens  # noqa: E402
@@ -70,7 +72,7 @@ class ReplayMiss(RuntimeError):
     """Replay needed a model output that is not in the store."""
 
 
-class RunStopped(RuntimeError):
+class RunStopped(JudgeError, RuntimeError):
     """The run must stop now (the provider keeps failing, or a budget is spent). Raised out of
     the pipeline, never turned into a verdict: what was not finished is judged on resume.
     ``summary`` is the stopped run's summary and ``results`` what finished, once the runner
@@ -152,11 +154,9 @@ def instructor_model(model: type[T]) -> type[T]:
 
 
 def ensure_provider(model: str) -> None:
-    """Register lazily the local providers a model string needs."""
-    if model.startswith("embedded/"):
-        from judge.models.embedded_provider import register
-
-        register()
+    """Register lazily the in-process provider a model string needs
+    (:mod:`judge.models.providers`)."""
+    ensure_registered(model)
 
 
 def _replay_failure(stored: dict[str, Any] | None, call_id: str, purpose: str) -> NoReturn:
@@ -212,7 +212,8 @@ class ModelClient:
             "logprobs": True,
             "top_logprobs": CHOICE_TOP_LOGPROBS,
         }
-        if shared_prefix and self.config.model.startswith("embedded/"):
+        provider = provider_for(self.config.model)
+        if shared_prefix and provider is not None and provider.shared_prefix:
             params["shared_prefix"] = True
         return params
 
@@ -330,7 +331,7 @@ class ModelClient:
             lambda: client.create_with_completion(
                 model=self.config.model,
                 # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
-                messages=prompt.messages,  # type: ignore[arg-type]
+                messages=prompt.messages,  # type: ignore[arg-type,unused-ignore]
                 response_model=instructor_model(response_model),
                 max_retries=self.config.reasks,
                 hooks=hooks,
@@ -438,7 +439,7 @@ class ModelClient:
         pending = self._inflight.get(call_id)
         if pending is not None:
             self.stats.merged += 1
-            return await asyncio.shield(pending)  # type: ignore[no-any-return]
+            return await asyncio.shield(pending)  # type: ignore[no-any-return,unused-ignore]
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inflight[call_id] = future
         try:
