@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -191,7 +192,7 @@ def _fit(text: str, width: int) -> str:
     return set_cell_size(text, max(width - 1, 0)) + "…"
 
 
-def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
+def item_lines(items: list[dict[str, Any]], reveal: bool, width: int) -> list[str]:
     """One line per item: position, item id (whole), stratum, [support,] state, reasons, and
     the claim text in the columns that are left."""
     from rich.cells import cell_len
