@@ -13,6 +13,8 @@ Pure functions over plain data (no database, no CLI). The main entry points:
 The statistics behind them are in :mod:`calibration.stats`, :mod:`calibration.direction` and
 :mod:`calibration.weighting`. Every rate is an :class:`Estimate` (value, interval, n); undefined
 values are ``nan`` and dump as ``None``.
+
+May import nothing from judge (the package stands alone).
 """
 
 from calibration.direction import ErrorDirection, error_direction, lenient_rate, strict_rate

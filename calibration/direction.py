@@ -94,7 +94,12 @@ def _rate(
     return _share(hits, kept_weights, confidence)
 
 
-def _validate(gold, judged, gold_subtypes, weights) -> None:
+def _validate(
+    gold: Sequence[str],
+    judged: Sequence[str],
+    gold_subtypes: Sequence[str | None] | None,
+    weights: Sequence[float] | None,
+) -> None:
     check_same_length(gold=gold, judged=judged, gold_subtypes=gold_subtypes, weights=weights)
     check_labels(gold, LABELS, "gold")
     check_labels(judged, JUDGE_LABELS, "judged")

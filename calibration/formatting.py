@@ -35,7 +35,8 @@ def pvalue(x: float | None) -> str:
 def with_ci(estimate: Any, fmt: Callable[[float | None], str] = pct) -> str:
     """``value (low–high)`` of an estimate (an object or dict with ``value``, ``ci_low``,
     ``ci_high``); the value alone when the interval is undefined."""
-    get = estimate.get if isinstance(estimate, dict) else (lambda k: getattr(estimate, k, None))
+    get: Callable[[str], Any] = (
+        estimate.get if isinstance(estimate, dict) else (lambda k: getattr(estimate, k, None)))
     value = fmt(get("value"))
     low, high = get("ci_low"), get("ci_high")
     if not (defined(low) and defined(high)):

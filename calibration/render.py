@@ -46,7 +46,7 @@ def _ci(e: Estimate, fmt: str = "pct") -> str:
     return f"{f(e.ci_low)} – {f(e.ci_high)}"
 
 
-def _bar(e: Estimate, lo: float = 0.0, hi: float = 1.0) -> dict | None:
+def _bar(e: Estimate, lo: float = 0.0, hi: float = 1.0) -> dict[str, Any] | None:
     """Geometry of an SVG bar for ``e`` on the scale ``[lo, hi]`` (``None`` if undefined)."""
     if not _defined(e.value):
         return None

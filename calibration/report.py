@@ -237,7 +237,7 @@ class CalibrationReport(Figures):
 
 def _figures(
     items: Sequence[CalibrationItem], seed: int, n_resamples: int, confidence: float
-) -> dict:
+) -> dict[str, Any]:
     gold = [i.gold_label for i in items]
     judged = [i.judge_label for i in items]
     table = confusion_matrix(gold, judged)

@@ -65,11 +65,13 @@ def confusion_matrix(
     return table
 
 
-def square_table(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[np.ndarray, list]:
+def square_table(
+    a: Sequence[Hashable], b: Sequence[Hashable]
+) -> tuple[np.ndarray, list[Hashable]]:
     """Square count table of two raters over the union of their categories (first-seen
     order). Returns ``(table, categories)``."""
     check_same_length(a=a, b=b)
-    categories: list = list(dict.fromkeys([*a, *b]))
+    categories: list[Hashable] = list(dict.fromkeys([*a, *b]))
     index = {c: i for i, c in enumerate(categories)}
     table = np.zeros((len(categories), len(categories)), dtype=np.int64)
     for x, y in zip(a, b, strict=True):
@@ -80,7 +82,8 @@ def square_table(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[np.ndarr
 def _diagonal(tables: np.ndarray) -> np.ndarray:
     """Sum of the main diagonal of the last two axes (also for non-square tables)."""
     k = min(tables.shape[-2:])
-    return np.einsum("...ii->...", tables[..., :k, :k])
+    diagonal: np.ndarray = np.einsum("...ii->...", tables[..., :k, :k])
+    return diagonal
 
 
 # --------------------------------------------------------------------------- bootstrap

@@ -18,33 +18,35 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Unpack
 
 from pydantic import BaseModel, Field
 
 from judge.config import JudgeConfig, load_config
+from judge.errors import JudgeError
 from judge.evaluation.calibrate import CalibrationOutcome
 from judge.evaluation.calibrate import calibrate as calibrate_outcome
 from judge.evaluation.drift import DriftResult, build_drift, missing_answers, version_config
 from judge.evaluation.gold import GoldFile, load_gold
 from judge.evaluation.matching import StoreIndex, gold_to_records
 from judge.evaluation.reports import CalibrationResult, eval_cost
+from judge.formats import DATASET_FORMATS, EXPORT_FORMATS, REVIEW_FORMATS
 from judge.hashing import content_hash
-from judge.models.client import Limits, RunStopped
+from judge.models.client import RunStopped
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
 from judge.runs.batch import BatchInput, Progress, run_batch
-from judge.runs.executors import ExecutorName
 from judge.runs.loop import run_sync
+from judge.runs.options import JudgeOptions, ResolvedOptions
 from judge.runs.summary import RunSummary
-from judge.store import Store
+from judge.store import Store, opened
 from judge.verdicts import AnswerStatus, Verdict
 
 if TYPE_CHECKING:
     from judge.fitting.run import FitResult
+    from judge.review.exchange import ImportResult
 
 __all__ = [
     "AnswerResult", "CalibrationResult", "DriftResult", "JudgeResults", "RecordsError",
@@ -52,7 +54,6 @@ __all__ = [
     "judge_answers", "judge_file", "load_config", "read_dataset",
 ]
 
-OnError = Literal["raise", "skip"]
 
 
 class RecordProblem(BaseModel):
@@ -63,7 +64,7 @@ class RecordProblem(BaseModel):
     reason: str
 
 
-class RecordsError(ValueError):
+class RecordsError(JudgeError, ValueError):
     """Some input records are invalid; ``problems`` lists every one (nothing was judged)."""
 
     def __init__(self, problems: list[RecordProblem], what: str = "record") -> None:
@@ -115,16 +116,8 @@ def _config(config: str | Path | JudgeConfig | None, **overrides: Any) -> JudgeC
     return load_config(config, **overrides)
 
 
-@contextmanager
-def _store(db: str | Path | Store | None) -> Iterator[Store]:
-    if isinstance(db, Store):
-        yield db
-        return
-    store = Store.open(":memory:" if db is None else db)
-    try:
-        yield store
-    finally:
-        store.close()
+#: the ``db`` argument as a store (see :func:`judge.store.opened`)
+_store = opened
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -135,19 +128,10 @@ def judge_answers(
     *,
     config: str | Path | JudgeConfig | None = None,
     db: str | Path | Store | None = None,
-    concurrency: int | None = None,
-    on_error: OnError = "raise",
-    progress: Progress | None = None,
-    purpose: str = "run",
-    retry_errors: bool = False,
-    max_calls: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    executor: ExecutorName = "local",
-    ray_address: str | None = None,
-    workers: int | None = None,
+    **options: Unpack[JudgeOptions],
 ) -> JudgeResults:
-    """Judge answer records (dicts in the JSONL schema, or :class:`AnswerRecord` s).
+    """Judge answer records (dicts in the JSONL schema, or :class:`AnswerRecord` s);
+    ``options``: :class:`JudgeOptions`.
 
     Returns one :class:`AnswerResult` per record, in input order. Invalid records (and
     answer ids already stored with different content) raise one :class:`RecordsError` listing
@@ -166,9 +150,51 @@ def judge_answers(
     ``executor="ray"`` spreads the answers over ``workers`` Ray workers (default: one per CPU
     of the cluster; ``ray_address`` names a cluster, else a local one is started); this
     process alone writes ``db``, so results and resuming are the same as with ``"local"``."""
-    return _judge(_records_input(records), "record", config, db, concurrency, on_error,
-                  progress, purpose, retry_errors, Limits(max_calls, max_tokens, max_cost),
-                  Spread(executor, ray_address, workers))
+    return judge_as("run", records, config=config, db=db, **options)
+
+
+def judge_file(
+    path: str | Path | BinaryIO | bytes,
+    *,
+    config: str | Path | JudgeConfig | None = None,
+    db: str | Path | Store | None = None,
+    **options: Unpack[JudgeOptions],
+) -> JudgeResults:
+    """Judge a JSONL batch (a path, bytes, or a binary stream such as a pipe: read once).
+
+    Like :func:`judge_answers` (the same :class:`JudgeOptions`), but a bad line is by
+    default reported (in the results and in ``summary.rejected_lines``, with its line number
+    and reason) and the rest is judged."""
+    return judge_file_as("run", path, config=config, db=db, **options)
+
+
+def judge_as(
+    purpose: str,
+    records: Iterable[dict[str, Any] | AnswerRecord],
+    *,
+    config: str | Path | JudgeConfig | None = None,
+    db: str | Path | Store | None = None,
+    **options: Unpack[JudgeOptions],
+) -> JudgeResults:
+    """:func:`judge_answers` with the run labelled ``purpose`` (the HTTP service's ``api``);
+    not part of the public surface."""
+    return _judge(_records_input(records), "record", config, db,
+                  ResolvedOptions.of(options, "raise"), purpose)
+
+
+def judge_file_as(
+    purpose: str,
+    path: str | Path | BinaryIO | bytes,
+    *,
+    config: str | Path | JudgeConfig | None = None,
+    db: str | Path | Store | None = None,
+    **options: Unpack[JudgeOptions],
+) -> JudgeResults:
+    """:func:`judge_file` with the run labelled ``purpose``; not part of the public surface."""
+    batch = read_jsonl(path)
+    name = str(path) if isinstance(path, str | Path) else "stream"
+    return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db,
+                  ResolvedOptions.of(options, "skip"), purpose)
 
 
 def _records_input(
@@ -183,35 +209,6 @@ def _records_input(
                       domains or {})
 
 
-def judge_file(
-    path: str | Path | BinaryIO | bytes,
-    *,
-    config: str | Path | JudgeConfig | None = None,
-    db: str | Path | Store | None = None,
-    concurrency: int | None = None,
-    on_error: OnError = "skip",
-    progress: Progress | None = None,
-    purpose: str = "run",
-    retry_errors: bool = False,
-    max_calls: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    executor: ExecutorName = "local",
-    ray_address: str | None = None,
-    workers: int | None = None,
-) -> JudgeResults:
-    """Judge a JSONL batch (a path, bytes, or a binary stream such as a pipe: read once).
-
-    Like :func:`judge_answers` (``executor``, ``ray_address`` and ``workers`` too), but a bad
-    line is by default reported (in the results and in ``summary.rejected_lines``, with its
-    line number and reason) and the rest is judged."""
-    batch = read_jsonl(path)
-    name = str(path) if isinstance(path, str | Path) else "stream"
-    return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db, concurrency,
-                  on_error, progress, purpose, retry_errors,
-                  Limits(max_calls, max_tokens, max_cost), Spread(executor, ray_address, workers))
-
-
 def _identity(record: Any) -> Any:
     if isinstance(record, AnswerRecord):
         return record.model_dump(mode="json", by_alias=True)
@@ -223,18 +220,13 @@ def _judge(
     what: str,
     config: str | Path | JudgeConfig | None,
     db: str | Path | Store | None,
-    concurrency: int | None,
-    on_error: OnError,
-    progress: Progress | None,
+    options: ResolvedOptions,
     purpose: str,
-    retry_errors: bool = False,
-    limits: Limits | None = None,
-    spread: Spread | None = None,
 ) -> JudgeResults:
-    spread = spread or Spread()
+    on_error, spread = options.on_error, options.spread
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-    cfg = _config(config, concurrency=concurrency)
+    cfg = _config(config, concurrency=options.concurrency)
     with _store(db) as store:
         if on_error == "raise":
             problems = [RecordProblem(index=i.line, reason=i.error)
@@ -247,25 +239,17 @@ def _judge(
         if what == "record":  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)
-        summary = run_sync(run_batch(batch, store, cfg, progress=progress, purpose=purpose,
-                                 limits=limits, retry_errors=retry_errors,
-                                 executor=spread.executor, ray_address=spread.ray_address,
-                                 workers=spread.workers))
+        summary = run_sync(run_batch(batch, store, cfg, progress=options.progress,
+                                     purpose=purpose, limits=options.limits,
+                                     retry_errors=options.retry_errors,
+                                     executor=spread.executor, ray_address=spread.ray_address,
+                                     workers=spread.workers))
         results = JudgeResults(_results(store, summary, batch.items, what), summary,
                                store.path)
         if summary.stopped:
             raise RunStopped(f"run {summary.run_id} stopped: {summary.stopped}", summary,
                              results)
         return results
-
-
-@dataclass(frozen=True)
-class Spread:
-    """Where the answers are judged (see :func:`judge_answers`)."""
-
-    executor: ExecutorName = "local"
-    ray_address: str | None = None
-    workers: int | None = None
 
 
 def _shift(item: AcceptedLine | RejectedLine) -> AcceptedLine | RejectedLine:
@@ -350,8 +334,8 @@ def eval_gold(
         batch = _records_input(conv.records, conv.domains)
         # the run is named for what it is (Datasette and `judge runs` show the name)
         batch = replace(batch, name=f"eval-gold {gold_file.path}")
-        results = _judge(batch, "record", config, store, concurrency, "raise", progress,
-                         "eval")
+        results = _judge(batch, "record", config, store,
+                         ResolvedOptions("raise", concurrency, progress), "eval")
         summary = results.summary
         index = StoreIndex(store, [summary.judge_version])
         outcome: CalibrationOutcome = calibrate_outcome(
@@ -419,7 +403,7 @@ def drift(
                 step = ((lambda done, total, v=version: progress(v, done, total))
                         if progress else None)
                 results = _judge(_records_input(pending, domains), "record", cfg, store,
-                                 None, "skip", step, "drift")
+                                 ResolvedOptions("skip", progress=step), "drift")
                 if results.summary.judge_version != version:
                     raise EvaluationError(
                         f"re-running {version} produced version {results.summary.judge_version}")
@@ -434,83 +418,79 @@ def _answer_id(record: dict[str, Any] | AnswerRecord) -> str:
 
 # -- formats ------------------------------------------------------------------------------------
 
-#: What :func:`export` writes: verdicts one per claim (``jsonl``, ``csv``, ``parquet``), the
-#: review queue as annotation-tool tasks (``label-studio``, ``argilla``), the run's answer
-#: records in peers' schemas (``ragas``, ``deepeval``), and ``datasette-metadata``.
-EXPORT_FORMATS = ("jsonl", "csv", "parquet", "label-studio", "argilla", "ragas", "deepeval",
-                  "datasette-metadata")
-#: What :func:`read_dataset` reads (answer records) and :func:`import_reviews` reads (reviews).
-DATASET_FORMATS = ("ragas", "deepeval")
-REVIEW_FORMATS = ("label-studio", "argilla")
+# What :func:`export` writes, :func:`read_dataset` and :func:`import_reviews` read: one list
+# (judge.formats).
 
 
-def read_dataset(path: str | Path, format: str) -> list[dict[str, Any]]:
-    """A RAGAS evaluation dataset or DeepEval test cases (JSONL, JSON or CSV) as answer
-    records (dicts in the JSONL schema, ready for :func:`judge_answers`). Raises
-    ``ValueError`` naming every bad row."""
+def read_dataset(path: str | Path, fmt: str) -> list[dict[str, Any]]:
+    """A RAGAS evaluation dataset or DeepEval test cases (``fmt``: one of
+    :data:`~judge.formats.DATASET_FORMATS`; JSONL, JSON or CSV) as answer records (dicts in
+    the JSONL schema, ready for :func:`judge_answers`). Raises ``ValueError`` naming every
+    bad row."""
     from judge.records.peers import read_peer_file
 
-    return read_peer_file(path, format)
+    return read_peer_file(path, fmt)
 
 
 def import_reviews(
     path: str | Path,
-    format: str,
+    fmt: str,
     *,
     db: str | Path | Store,
     queue: str | None = None,
     guideline_version: str | None = None,
     dry_run: bool = False,
-) -> Any:
-    """Label Studio or Argilla annotations of an exported queue (:func:`export`) as reviews
+) -> ImportResult:
+    """Label Studio or Argilla annotations (``fmt``: one of
+    :data:`~judge.formats.REVIEW_FORMATS`) of an exported queue (:func:`export`) as reviews
     by their annotators (``human:<id>``; a model's label is refused). All or nothing: the
     result's ``errors`` list every problem and then nothing is stored."""
     from judge.review.annotation_tools import import_annotations
     from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 
     with _store(db) as store:
-        return import_annotations(store, Path(path), format, queue,
+        return import_annotations(store, Path(path), fmt, queue,
                                   guideline_version or DEFAULT_GUIDELINE_VERSION, dry_run)
 
 
 def export(
-    db: str | Path | Store,
     output: str | Path | Any,
-    format: str = "jsonl",
+    fmt: str = "jsonl",
     *,
+    db: str | Path | Store,
     run_id: str | None = None,
     queue: str | None = None,
     reveal: bool = False,
 ) -> None:
-    """Write ``format`` (:data:`EXPORT_FORMATS`) to ``output`` (a path, or a text stream for
-    every format but ``parquet``). Verdicts and records cover ``run_id`` (default: the latest
-    run); annotation-tool tasks cover ``queue`` (default: the latest), blind unless
-    ``reveal``."""
+    """Write ``fmt`` (:data:`~judge.formats.EXPORT_FORMATS`) to ``output`` (a path, or a text
+    stream for every format but ``parquet``). Verdicts and records cover ``run_id`` (default:
+    the latest run); annotation-tool tasks cover ``queue`` (default: the latest), blind
+    unless ``reveal``."""
     import json as _json
 
     from judge.outputs import check_output, write_text
     from judge.review.queue import QueueError
 
-    if format not in EXPORT_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, not {format!r}")
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
     with _store(db) as store:
         if isinstance(output, str | Path):
             check_output(output, db=store.path)
-        if format == "datasette-metadata":
+        if fmt == "datasette-metadata":
             from judge.store.metadata import datasette_metadata
 
             name = store.path.stem if store.path else "judge"
             chunks: Iterable[str] = [_json.dumps(datasette_metadata(name), indent=2) + "\n"]
-        elif format in REVIEW_FORMATS:
+        elif fmt in REVIEW_FORMATS:
             from judge.review.annotation_tools import tool_lines
 
-            chunks = tool_lines(store, format, queue, reveal)
+            chunks = tool_lines(store, fmt, queue, reveal)
         else:
             run_id = run_id or store.latest_run_id()
             if run_id is None:
                 raise QueueError(f"no runs in {store.path or 'the store'}")
-            chunks = _run_chunks(store, format, run_id, output)
-            if format == "parquet":
+            chunks = _run_chunks(store, fmt, run_id, output)
+            if fmt == "parquet":
                 list(chunks)
                 return
         if isinstance(output, str | Path):
@@ -519,18 +499,18 @@ def export(
             output.writelines(chunks)
 
 
-def _run_chunks(store: Store, format: str, run_id: str, output: Any) -> Iterator[str]:
+def _run_chunks(store: Store, fmt: str, run_id: str, output: Any) -> Iterator[str]:
     from judge.review.export import export_rows, to_csv, to_jsonl, write_parquet
 
-    if format in DATASET_FORMATS:
+    if fmt in DATASET_FORMATS:
         from judge.records.peers import peer_lines
 
         ids = [r["answer_id"] for r in store.run_answer_rows(run_id)]
         records = (store.answer_record(i) for i in ids)
-        yield from peer_lines((r for r in records if r is not None), format)
+        yield from peer_lines((r for r in records if r is not None), fmt)
         return
     rows = export_rows(store, run_id=run_id)
-    if format == "parquet":
+    if fmt == "parquet":
         if not isinstance(output, str | Path):
             raise ValueError("Parquet is written to a file: give an output path")
         from judge.outputs import atomic_path
@@ -538,7 +518,7 @@ def _run_chunks(store: Store, format: str, run_id: str, output: Any) -> Iterator
         with atomic_path(output) as tmp:
             write_parquet(rows, tmp)
         return
-    yield from (to_jsonl(rows) if format == "jsonl" else to_csv(rows))
+    yield from (to_jsonl(rows) if fmt == "jsonl" else to_csv(rows))
 
 
 # -- fitting ------------------------------------------------------------------------------------

@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from judge.assembly.verdict import Assembler
-from judge.config import JudgeConfig, judge_version
-from judge.decide import VERIFY_PROMPT, Decision, Strategy, strategy_for
+from judge.config import JudgeConfig
+from judge.decide import Decision, Strategy, strategy_for
 from judge.models.client import ModelClient
 from judge.models.identity import self_grading_reason
-from judge.models.prompts import prompts_dir, template_hash
+from judge.models.prompts import prompts_dir
 from judge.records import AnswerRecord
 from judge.split.claims import Splitter, answer_status, unsplit_claim
 from judge.text import prepare_source
 from judge.verdicts import AnswerStatus, Claim, Verdict
+from judge.version import pin
 
 if TYPE_CHECKING:
     from judge.decide.batch import BatchStrategy
@@ -53,15 +54,9 @@ class Pipeline:
         self.config = config
         self.client = client
         self.root = root or prompts_dir()
-        missing = [name for name in ("split_claims", VERIFY_PROMPT[config.strategy])
-                   if name not in config.prompts]
-        if missing:
-            raise ValueError(missing_prompts_message(config, missing, self.root))
-        self.templates = {
-            f"{name}/{version}": template_hash(name, version, self.root)
-            for name, version in sorted(config.prompts.items())
-        }
-        self.judge_version = judge_version(config, self.templates)
+        pinned = pin(config, self.root)  # the version is a function of config and templates
+        self.templates = pinned.templates
+        self.judge_version = pinned.id
         self.splitter = Splitter(config, client, self.root)
         self.strategy = strategy_for(config, client, self.root)
         self.one_call: OneCall | None = None
@@ -138,21 +133,6 @@ class Pipeline:
                 verdict.review_reasons.append("model_mismatch")
                 verdict.review = True
         return verdicts
-
-
-def missing_prompts_message(config: JudgeConfig, missing: list[str], root: Path) -> str:
-    """Which prompt versions the config must pin, and how: a ``prompts`` table naming the
-    versions it has and, for each missing prompt, its latest version."""
-    pinned = dict(config.prompts)
-    for name in missing:
-        versions = sorted((p.stem for p in (root / name).glob("v*.j2")),
-                          key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
-        pinned[name] = versions[-1] if versions else "v1"
-    table = ", ".join(f'{name} = "{version}"' for name, version in pinned.items())
-    names = " and ".join(repr(n) for n in missing)
-    return (f"the judge config names no version for prompt {names} (strategy "
-            f"{config.strategy!r} needs it): pin one in the config, e.g. "
-            f"prompts = {{{table}}}")
 
 
 #: Sources at least this long are prepared in a worker thread before the answer is judged.

@@ -1,9 +1,11 @@
 """The shape the code keeps: small modules, no import cycles, a docstring on every package saying
-what it holds, and gold/ holding data only."""
+what it holds and what it may import (and the imports keeping to it), and gold/ holding data
+only."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,3 +93,118 @@ def test_every_package_says_what_it_holds() -> None:
 
 def test_gold_holds_data_only() -> None:
     assert sorted(p.name for p in (ROOT / "gold").rglob("*.py")) == []
+
+
+# -- the import rules each package's docstring states -------------------------------------------
+
+
+def all_imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """Project modules a module imports anywhere (at the top or inside functions), except
+    under ``if TYPE_CHECKING``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+
+    class Visitor(ast.NodeVisitor):
+        def visit_If(self, node: ast.If) -> None:
+            if "TYPE_CHECKING" in ast.unparse(node.test):
+                for child in node.orelse:
+                    self.visit(child)
+                return
+            self.generic_visit(node)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            out.update(a.name for a in node.names)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                out.add(full if full in known else base)
+
+    Visitor().visit(tree)
+    return {m for m in out if m in known and m != name}
+
+
+def _sentence(doc: str, opening: str) -> str | None:
+    """The sentence of ``doc`` that starts with ``opening``, without its parenthetical
+    remarks and its opening."""
+    flat = re.sub(r"\([^()]*\)", "", " ".join(doc.split()))
+    at = flat.find(opening)
+    if at < 0:
+        return None
+    end = re.search(r"\.(\s|$)", flat[at:])
+    return flat[at + len(opening): at + end.start() if end else None]
+
+
+def _names(text: str, units: set[str]) -> set[str]:
+    """The module names in a rule's words (``store``, ``split.citations``); a dotted name
+    must exist (a rule naming a moved module is out of date)."""
+    words = set(re.findall(r"[a-z_]+(?:\.[a-z_]+)+|[a-z_]+", text))
+    stale = {w for w in words if "." in w and w not in units}
+    assert not stale, f"the rule names modules that do not exist: {sorted(stale)}"
+    return words & units
+
+
+def import_rules() -> dict[str, tuple[set[str], set[str]]]:
+    """package -> (names it may import, names it never imports), read from the docstring
+    sentence "May import A, B and C; never D or E." (names relative to ``judge``)."""
+    units = {n.removeprefix("judge.") for n in modules() if n.startswith("judge.")}
+    units.add("calibration")
+    rules = {}
+    for name, path in modules().items():
+        if path.name != "__init__.py" or name == "judge":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        rule = _sentence(doc, "May import")
+        if rule is None:
+            continue
+        may, _, rest = rule.partition(";")
+        never = rest.split("never", 1)[1] if "never" in rest else ""
+        rules[name] = (_names(may, units), _names(never, units))
+    return rules
+
+
+def leaves() -> set[str]:
+    doc = ast.get_docstring(ast.parse((ROOT / "judge" / "__init__.py").read_text())) or ""
+    sentence = _sentence(doc, "Leaves that every package may import:")
+    assert sentence, "judge/__init__.py names the leaves every package may import"
+    return set(re.findall(r"[a-z_]+", sentence))
+
+
+def _under(module: str, names: set[str]) -> bool:
+    rel = module.removeprefix("judge.")
+    return any(rel == n or rel.startswith(n + ".") for n in names)
+
+
+def test_packages_state_their_import_rules() -> None:
+    rules = import_rules()
+    stated = {"judge.assembly", "judge.checks", "judge.config", "judge.decide",
+              "judge.evaluation", "judge.fitting", "judge.models", "judge.records",
+              "judge.review", "judge.runs", "judge.split", "judge.store", "calibration"}
+    assert stated <= set(rules)
+    assert rules["judge.assembly"] == ({"records", "verdicts", "checks", "decide", "config"},
+                                       {"models.client", "store"})
+    assert rules["judge.records"] == (set(), set())
+    assert leaves() == {"errors", "formats", "hashing", "labels", "text"}
+
+
+def test_imports_keep_to_the_rules_each_package_states() -> None:
+    found = modules()
+    known = set(found)
+    shared = leaves()
+    broken = []
+    for package, (may, never) in import_rules().items():
+        own = [n for n in found if n == package or n.startswith(package + ".")]
+        for name in own:
+            for target in sorted(all_imports(found[name], name, known)):
+                if target == package or target.startswith(package + "."):
+                    continue
+                allowed = _under(target, may) or (
+                    package.startswith("judge.") and _under(target, shared))
+                if not allowed or _under(target, never):
+                    broken.append(f"{name} imports {target}")
+    assert broken == []

@@ -2,5 +2,5 @@
 program's corrections (signals, abstention check, misattribution, subtypes), the evidence
 strength and the review reasons, become one :class:`judge.verdicts.Verdict`.
 
-May import records, verdicts, checks, decide and config; never a model client or the store.
+May import records, verdicts, checks, decide and config; never models.client or store.
 """

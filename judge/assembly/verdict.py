@@ -50,7 +50,7 @@ class Assembler:
             else:
                 evidence, quote_checks = check_evidence_quotes(evidence, record)
             checks += quote_checks
-            if label == Label.SUPPORTED:
+            if label == Label.SUPPORTED.value:
                 checks.append(evidence_numbers_check(claim.text, evidence, record))
             if self.config.signals and self.config.score_model is None:  # else: its features
                 label, signal_note = apply_signals(claim.text, label, evidence, record, self.config)

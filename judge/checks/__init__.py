@@ -6,6 +6,6 @@ any model is asked.
 - :mod:`judge.checks.claims`: the checks of one claim (citations, quotes, numbers, JSON paths);
 - :mod:`judge.checks.strength`: evidence strength computed by the program.
 
-May import :mod:`judge.text`, :mod:`judge.records`, :mod:`judge.verdicts` and
-:mod:`judge.split.citations` (answer-text markers); nothing that calls a model.
+May import records, verdicts and split.citations (answer-text markers); never models (nothing
+that calls a model).
 """

@@ -16,7 +16,7 @@ from typer.core import TyperGroup, TyperOption
 try:  # typer vendors its own click (typer._click) since 0.2x
     from typer._click.exceptions import UsageError
 except ImportError:  # pragma: no cover - an older typer uses click itself
-    from click import UsageError  # type: ignore[assignment,no-redef]
+    from click import UsageError  # type: ignore[assignment,no-redef,unused-ignore]
 
 #: Exit code of a usage error (a wrong option, a missing argument): ``EX_USAGE`` of
 #: sysexits.h, distinct from 2 (``judge run``: some lines were rejected).

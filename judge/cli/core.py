@@ -80,7 +80,7 @@ def run(
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
-    from judge.models.client import model_unavailable
+    from judge.models.embedded import model_unavailable
 
     unavailable = model_unavailable(cfg.model)
     if unavailable:  # before anything is stored
@@ -177,85 +177,78 @@ def show(
     covers, computed by the program (quotes found, words and numbers shared), not the
     judge's confidence.
     """
+    from judge.reading import answer_view
+
     store = open_store(db, must_exist=True)
-    answer = store.answer(answer_id)
     claim_id = None
-    if answer is None and (claim := store.claim_row(answer_id)) is not None:
+    view = answer_view(store, answer_id, judge_version)
+    if view is None and (claim := store.claim_row(answer_id)) is not None:
         claim_id, answer_id = answer_id, claim["answer_id"]
-        answer = store.answer(answer_id)
-    if answer is None:
+        view = answer_view(store, answer_id, judge_version, claim_id=claim_id)
+    if view is None:
         fail(f"no answer or claim {safe(repr(answer_id))} in {safe(db)}")
-    rows = [r for r in store.verdict_rows(answer_id=answer_id, judge_version=judge_version)
-            if claim_id is None or r["claim_id"] == claim_id]
-    refused = store.refused_reason(answer_id)
-    skipped = store.split_skips(answer_id, judge_version)
     if as_json:  # JSON escapes control characters itself
         print_json(
             {
-                "answer": {k: answer[k] for k in ("id", "question", "answer", "generator")},
-                "refused": refused,
-                "claims": rows,
-                "skipped_sentences": skipped,
+                "answer": {"id": view.answer_id, "question": view.question,
+                           "answer": view.answer, "generator": view.generator},
+                "refused": view.refused,
+                "claims": [v.model_dump(mode="json") for v in view.verdicts],
+                "skipped_sentences": view.skipped,
             }
         )
         return
-    out.print(f"[bold]{safe(answer_id)}[/]  generator: {safe(answer['generator'] or '-')}")
-    if answer["question"]:
-        out.print(f"[dim]Q:[/] {safe(answer['question'])}")
-    out.print(f"[dim]A:[/] {safe(answer['answer'])}\n")
-    if refused:
-        out.print(f"[red]refused:[/] {safe(refused)}")
-    statuses = store.answer_statuses(answer_id)
-    if statuses:
-        expected = answer["expected_status"]
-        mismatch = expected and expected not in statuses
+    out.print(f"[bold]{safe(answer_id)}[/]  generator: {safe(view.generator or '-')}")
+    if view.question:
+        out.print(f"[dim]Q:[/] {safe(view.question)}")
+    out.print(f"[dim]A:[/] {safe(view.answer)}\n")
+    if view.refused:
+        out.print(f"[red]refused:[/] {safe(view.refused)}")
+    if view.statuses:
+        expected = view.expected_status
+        mismatch = expected and expected not in view.statuses
         out.print(
-            f"status: {', '.join(sorted(statuses))}"
+            f"status: {', '.join(view.statuses)}"
             + (f"  [yellow](expected {safe(expected)})[/]" if mismatch else "")
             + "\n"
         )
-    for skip in skipped:
+    for skip in view.skipped:
         out.print(f"[dim]not a claim ({safe(skip['reason'])}):[/] {safe(skip['text'])}")
-    if skipped:
+    if view.skipped:
         out.print()
-    for row in rows:
-        colour = {"supported": "green", "judge_error": "magenta"}.get(row["label"], "red")
-        flag = "[bold yellow]REVIEW[/] " if row["review"] else ""
+    for v in view.verdicts:
+        colour = {"supported": "green", "judge_error": "magenta"}.get(v.label, "red")
+        flag = "[bold yellow]REVIEW[/] " if v.review else ""
         out.print(
-            f"{flag}[{colour}]{safe(row['label'])}[/]"
-            f"{' / ' + safe(row['subtype']) if row['subtype'] else ''}  "
-            f"support {'—' if row['support'] is None else format(row['support'], '.2f')}  "
-            f"evidence coverage {row['strength']:.2f}  [dim]{safe(row['judge_version'])}[/]"
+            f"{flag}[{colour}]{safe(v.label)}[/]"
+            f"{' / ' + safe(v.subtype) if v.subtype else ''}  "
+            f"support {'—' if v.support is None else format(v.support, '.2f')}  "
+            f"evidence coverage {v.strength:.2f}  [dim]{safe(v.judge_version)}[/]"
         )
-        out.print(f"  claim id: {safe(row['claim_id'])}")
-        out.print(f"  claim: {safe(row['claim'])}")
-        cites = (
-            ", ".join(
-                c["source"] + (f" {c['path']}" if c.get("path") else "") for c in row["citations"]
-            )
-            or "none"
-        )
-        out.print(f"  cites: {safe(cites)}")
-        for ev in row["evidence"]:
-            mark = "found" if ev.get("found") else "[red]NOT FOUND[/]"
+        out.print(f"  claim id: {safe(v.claim_id)}")
+        out.print(f"  claim: {safe(v.claim)}")
+        cites = ", ".join(c.source + (f" {c.path}" if c.path else "") for c in v.citations)
+        out.print(f"  cites: {safe(cites or 'none')}")
+        for ev in v.evidence:
+            mark = "found" if ev.found else "[red]NOT FOUND[/]"
             out.print(
-                f"  evidence \\[{safe(ev['source_id'])}] {mark}: "
-                f"{safe(repr(ev.get('quote') or ev.get('path')))}"
+                f"  evidence \\[{safe(ev.source_id)}] {mark}: "
+                f"{safe(repr(ev.quote or ev.path))}"
             )
-        if row["rationale"]:
-            out.print(f"  rationale: {safe(row['rationale'])}")
-        for check in row["checks"]:
-            if check["outcome"] != "skip":
-                style = "red" if check["outcome"] == "fail" else "dim"
-                detail = json.dumps(check["detail"], ensure_ascii=False)[:160]
+        if v.rationale:
+            out.print(f"  rationale: {safe(v.rationale)}")
+        for check in v.checks:
+            if check.outcome != "skip":
+                style = "red" if check.outcome == "fail" else "dim"
+                detail = json.dumps(check.detail, ensure_ascii=False)[:160]
                 out.print(
-                    f"  [{style}]check {safe(check['name'])} {safe(check['target'])}: "
-                    f"{safe(check['outcome'])}[/] {safe(detail)}"
+                    f"  [{style}]check {safe(check.name)} {safe(check.target)}: "
+                    f"{safe(check.outcome)}[/] {safe(detail)}"
                 )
-        if row["error"]:
-            out.print(f"  [magenta]error:[/] {safe(row['error'][:500])}")
-        if row["review_reasons"]:
-            out.print(f"  review: {safe(', '.join(row['review_reasons']))}")
+        if v.error:
+            out.print(f"  [magenta]error:[/] {safe(v.error[:500])}")
+        if v.review_reasons:
+            out.print(f"  review: {safe(', '.join(v.review_reasons))}")
         out.print()
 
 
@@ -284,9 +277,10 @@ def export_cmd(
     """
     from judge import api
     from judge.cli.common import write_stdout
+    from judge.formats import EXPORT_FORMATS
 
-    if fmt not in api.EXPORT_FORMATS:
-        usage_error(f"--format must be one of {', '.join(api.EXPORT_FORMATS)}")
+    if fmt not in EXPORT_FORMATS:
+        usage_error(f"--format must be one of {', '.join(EXPORT_FORMATS)}")
     if fmt == "parquet" and output is None:
         fail("parquet is written to a file: give --output FILE.parquet")
     config = None
@@ -298,7 +292,7 @@ def export_cmd(
     store = open_store(db, must_exist=True)
     try:
         if output is not None:
-            api.export(store, output, fmt, run_id=run_id, queue=queue, reveal=reveal)
+            api.export(output, fmt, db=store, run_id=run_id, queue=queue, reveal=reveal)
             if config is not None:
                 from judge.review.annotation_tools import LABEL_STUDIO_CONFIG
 
@@ -309,7 +303,7 @@ def export_cmd(
             def writelines(self, lines: Iterable[str]) -> None:
                 write_stdout(lines)
 
-        api.export(store, _Sink(), fmt, run_id=run_id, queue=queue, reveal=reveal)
+        api.export(_Sink(), fmt, db=store, run_id=run_id, queue=queue, reveal=reveal)
     except (typer.Exit, BrokenPipeError):
         raise
     except Exception as exc:

@@ -26,8 +26,7 @@ from judge.cli.common import (
     write_stdout,
     write_text,
 )
-
-IMPORT_FORMATS = ("ragas", "deepeval", "label-studio", "argilla")
+from judge.formats import DATASET_FORMATS, IMPORT_FORMATS
 
 
 @app.command("import")
@@ -60,7 +59,7 @@ def import_cmd(
         usage_error(f"--format must be one of {', '.join(IMPORT_FORMATS)}")
     if not path.exists():
         fail(f"file {path} does not exist")
-    if fmt in api.DATASET_FORMATS:
+    if fmt in DATASET_FORMATS:
         if output is not None:
             output_path(output, db, [path])
         try:

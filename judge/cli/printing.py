@@ -29,7 +29,7 @@ def _ci(e: Any, fmt: Any = _pct) -> str:
 
 def _vci(e: Any, fmt: Any = _pct) -> str:
     """``value [low–high]`` in one cell (percent signs only on the value)."""
-    value = fmt(e.value)
+    value: str = fmt(e.value)
     low, high = e.ci_low, e.ci_high
     if not (math.isfinite(low) and math.isfinite(high)):
         return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -204,7 +205,7 @@ def _fit(text: str, width: int) -> str:
     return set_cell_size(text, max(width - 1, 0)) + "…"
 
 
-def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
+def item_lines(items: list[dict[str, Any]], reveal: bool, width: int) -> list[str]:
     """One line per item: its number, item id (whole), [stratum, support,] state, [reasons,]
     and the claim text in the columns that are left (blind: no stratum, support or reasons,
     :mod:`judge.review.blind`)."""
@@ -213,7 +214,7 @@ def item_lines(items: list[dict], reveal: bool, width: int) -> list[str]:
     if not items:
         return ["(no items)\n"]
 
-    def number(item: dict) -> int:
+    def number(item: dict[str, Any]) -> int:
         return int(item.get("number") or item["position"])
 
     id_w = max(len(i["id"]) for i in items)

@@ -61,7 +61,7 @@ def serve(
     """
     import uvicorn
 
-    from judge.cli.core import load_config
+    from judge.cli.common import load_config
 
     if not db.exists() and not create:
         fail(f"store {db} does not exist; judge a batch into it first (`judge run INPUT.jsonl "

@@ -4,7 +4,10 @@ A judge version is the identity of everything that determines a verdict: the exa
 model id, the prompt templates (name, version, content hash), the sampling parameters
 and the output schema version. Change any of them and the version id changes.
 Operational settings (concurrency, timeouts, retries) do not change a verdict and are
-left out of the hash.
+left out of the hash. (:func:`judge.version_of` computes the version of a config with its
+prompt templates.)
+
+May import records and verdicts; never models or store.
 """
 
 from __future__ import annotations
@@ -118,7 +121,7 @@ class JudgeConfig(BaseModel):
     #: judge version.
     domain_rules: dict[str, DomainRule] = Field(default_factory=dict)
     #: verify_claims v1: claims per verify call. v2 and later put every claim of an answer in
-    #: one call when it fits ``context_tokens`` and ``max_tokens`` (judge.decide.fit).
+    #: one call when it fits ``context_tokens`` and ``max_tokens`` (judge.decide.packing).
     verify_batch_size: int = Field(default=4, ge=1, le=50)
     #: "scores": the excerpts the model reads with a claim. "claim": the ones
     #: located for that claim. "answer": one set for every claim of an answer (the best of each

@@ -11,7 +11,7 @@ located, the support probability when the strategy computes one).
 Helpers: :mod:`~judge.decide.excerpts` (evidence located by the program),
 :mod:`~judge.decide.signals` (deterministic overrides), :mod:`~judge.decide.abstention`
 (whether the sources really are silent). May import records, verdicts, checks, split,
-config and models; never the store, review or evaluation.
+config and models; never store, review or evaluation.
 """
 
 from __future__ import annotations

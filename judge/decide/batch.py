@@ -3,7 +3,7 @@ quoting its evidence (checked by the program afterwards). Made for strong models
 
 With verify_claims v1, ``verify_batch_size`` claims go in each call. From v2 on, every claim of
 an answer goes in one call when it fits the model's context and ``max_tokens``, else as few
-calls as fit (:mod:`judge.decide.fit`); the model answers in the compact schema
+calls as fit (:mod:`judge.decide.packing`); the model answers in the compact schema
 (:class:`~judge.models.schemas.CompactVerifyOutput`), whose evidence is a short quote that the
 program finds in the named source and extends to its sentence (:func:`extend_quote`). A quote
 that is not found stays as the model wrote it, so the quote check fails (fail closed)."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from judge.config import JudgeConfig
 from judge.decide import Decision, StrategyBase
-from judge.decide.fit import (
+from judge.decide.packing import (
     TOKENS_PER_FRAME,
     estimate_tokens,
     fits_whole,

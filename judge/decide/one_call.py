@@ -25,7 +25,7 @@ from pathlib import Path
 from judge.config import JudgeConfig
 from judge.decide import Decision
 from judge.decide.batch import BatchStrategy, expand, source_data
-from judge.decide.fit import fits_whole, prompt_tokens, schema_tokens
+from judge.decide.packing import fits_whole, prompt_tokens, schema_tokens
 from judge.models.client import CallFailed, ModelClient
 from judge.models.prompts import render
 from judge.models.schemas import JointClaim, JointOutput

@@ -53,12 +53,14 @@ class ProbeHead:
     def logits(self, vectors: np.ndarray) -> np.ndarray:
         x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
         if self.dim == 0:  # the uniform head (builtin:uniform) reads no number
-            return np.tile(self.intercept, (x.shape[0], 1))  # type: ignore[no-any-return]
+            out: np.ndarray = np.tile(self.intercept, (x.shape[0], 1))
+            return out
         if x.shape[1] != self.dim:
             raise ProbeHeadError(
                 f"the head reads vectors of {self.dim} numbers, the model gave {x.shape[1]} "
                 "(a head fits one model: fit one for this model with 'judge fit')")
-        return ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        logits: np.ndarray = ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        return logits
 
     def probabilities(self, vectors: np.ndarray) -> np.ndarray:
         s = self.logits(vectors)

@@ -7,15 +7,18 @@
 - :mod:`~judge.evaluation.drift`: two judge versions on the same claims;
 - :mod:`~judge.evaluation.reports`: JSON and HTML renderings, and cost.
 
-The statistics live in :mod:`calibration` (pure functions). May import the store, records,
-verdicts, review (queue reading order, reviewer identities), models (identity) and config;
-judging goes through :mod:`judge.api`.
+The statistics live in :mod:`calibration` (pure functions). May import store, records,
+verdicts, split.claims (claim ids), review (queue reading order, reviewer identities), models
+(identity), config, version (re-running a stored version), runs.summary and calibration;
+never api, cli or service (judging goes through :mod:`judge.api`, its caller).
 """
 
 from __future__ import annotations
 
+from judge.errors import JudgeError
 
-class EvaluationError(ValueError):
+
+class EvaluationError(JudgeError, ValueError):
     """A request that cannot be served (unknown version, nothing matched, ...)."""
 
 

@@ -226,7 +226,7 @@ def pick_version(
 
 def resolve_version(store: Store, ref: str) -> str:
     """A judge version id, or a unique prefix of one or of its hash (the part after ``@``)."""
-    ids = [r["id"] for r in store.judge_versions()]
+    ids: list[str] = [r["id"] for r in store.judge_versions()]
     if ref in ids:
         return ref
     hits = [i for i in ids if i.startswith(ref) or i.partition("@")[2].startswith(ref)]

@@ -32,23 +32,22 @@ from judge.store import Store
 def version_config(store: Store, version: str) -> JudgeConfig:
     """The judge config a stored version was run with; refuses when its prompt templates have
     changed since (re-running it would be a different judge)."""
-    from judge.models.client import ModelClient
-    from judge.pipeline import Pipeline
+    from judge.version import version_of
 
     row = store.judge_version_row(version)
     if row is None:
         raise EvaluationError(f"judge version {version!r} is not in the store")
     # as the CLI builds a config (profile defaults included): the stored config holds only
     # the versioned fields
-    from judge.runs.replay import remember_stored_heads
+    from judge.version import remember_stored_heads
 
     remember_stored_heads(store)
     config = JudgeConfig.load(None, **row["config"])
-    pipeline = Pipeline(config, ModelClient(config, None, replay=True))
-    if pipeline.judge_version != version:
+    current = version_of(config)
+    if current != version:
         raise EvaluationError(
             f"judge version {version} cannot be re-run: its config now gives version "
-            f"{pipeline.judge_version} (a prompt template changed)")
+            f"{current} (a prompt template changed)")
     return config
 
 

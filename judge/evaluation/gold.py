@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from calibration.labels import one_of
+from judge.errors import JudgeError
 from judge.records.jsonl import explain, iter_lines
 from judge.records.models import MAX_ANSWER_CHARS, MAX_LINE_BYTES, MAX_SOURCE_CHARS
 from judge.records.strictjson import JSONLimitError, loads
@@ -440,7 +441,7 @@ def read_gold(path: Path) -> GoldFile:
     return gold
 
 
-class GoldRejected(ValueError):
+class GoldRejected(JudgeError, ValueError):
     """A gold file that cannot be used; the message lists the problems with line numbers."""
 
     def __init__(self, gold: GoldFile, limit: int = 20) -> None:

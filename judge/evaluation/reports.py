@@ -28,7 +28,8 @@ def _human_rationale(item: Any) -> str | None:
         return str(item.adjudication.reason)
     if item.revision is not None:
         return str(item.revision.reason)
-    return item.note
+    note: str | None = item.note
+    return note
 
 
 def support_bins(outcome: CalibrationOutcome, n_bins: int = 10
@@ -83,7 +84,8 @@ def _est(e: Any) -> dict[str, Any]:
 
 
 def _value(e: Any) -> float | None:
-    return e.model_dump(mode="json")["value"]
+    value: float | None = e.model_dump(mode="json")["value"]
+    return value
 
 
 def flatten_figures(f: Figures) -> dict[str, Any]:

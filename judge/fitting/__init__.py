@@ -17,9 +17,9 @@
 - :mod:`~judge.fitting.run`: :func:`~judge.fitting.run.fit_store`, all of it in order.
 
 May import config, records, verdicts, decide, assembly, models (prompts, identity, and the
-client in replay mode only), the store (reading), evaluation (gold, matching, provenance,
-drift's stored-version config), review (gold export) and :mod:`calibration`; never the API,
-the CLI or the service.
+client in replay mode only), store (reading), evaluation (gold, matching, provenance,
+drift's stored-version config), review (gold export), runs.loop, outputs (safe output files)
+and calibration; never api, cli or service.
 """
 
 from __future__ import annotations

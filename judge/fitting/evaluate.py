@@ -125,7 +125,8 @@ def compare(candidate: Figures, baseline: Figures) -> dict[str, Any]:
 def rule_checks(holdout: dict[str, Any], queue_recall: float) -> list[dict[str, Any]]:
     """Each condition of the adoption rule on the holdout figures: whether it holds."""
     def value(key: str, who: str) -> float | None:
-        return holdout[key][who]["value"]
+        found: float | None = holdout[key][who]["value"]
+        return found
 
     ba_c, ba_b = value("balanced_accuracy", "candidate"), value("balanced_accuracy", "baseline")
     qr = value("queue_recall", "candidate")

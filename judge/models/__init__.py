@@ -8,5 +8,6 @@
 - :mod:`~judge.models.schemas`: the structured outputs asked of a model;
 - :mod:`~judge.models.identity`: model names normalised, and the self-grading ban.
 
-May import config, records, hashing and the store (calls are stored); nothing above them.
+May import config, records and store (calls are stored); never split, decide, pipeline or
+runs (nothing above them).
 """

@@ -44,6 +44,7 @@ from typing import Any, NoReturn, Protocol, TypeVar  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig  # noqa: E402
+from judge.errors import JudgeError  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
 from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
 from judge.models.budget import Budget, BudgetSpent, Limits, Reservation, prompt_estimate  # noqa: E402
@@ -52,6 +53,7 @@ from judge.models.embedded import ModelUnavailable, model_unavailable  # noqa: E
 from judge.models.embedding import EmbeddingCalls  # noqa: E402
 from judge.models.identity import same_model  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
+from judge.models.providers import ensure_registered, provider_for  # noqa: E402
 from judge.models.ratelimit import RateLimiter  # noqa: E402
 from judge.store import now  # noqa: E402
 from judge.text import estimate_tokens  # noqa: E402
@@ -73,7 +75,7 @@ class ReplayMiss(RuntimeError):
     """Replay needed a model output that is not in the store."""
 
 
-class RunStopped(RuntimeError):
+class RunStopped(JudgeError, RuntimeError):
     """The run must stop now (the provider keeps failing, or a budget is spent). Raised out of
     the pipeline, never turned into a verdict: what was not finished is judged on resume.
     ``summary`` is the stopped run's summary and ``results`` what finished, once the runner
@@ -146,15 +148,13 @@ def instructor_model(model: type[T]) -> type[T]:
 
 
 def ensure_provider(model: str) -> None:
-    """Register lazily the local providers a model string needs; a model that cannot exist
-    here (the embedded one without its extra) is :class:`ModelUnavailable`."""
-    if model.startswith("embedded/"):
-        why = model_unavailable(model)  # the embedded default without its extra
-        if why:
-            raise ModelUnavailable(why)
-        from judge.models.embedded_provider import register
-
-        register()
+    """Register lazily the in-process provider a model string needs
+    (:mod:`judge.models.providers`); a model that cannot exist here (the embedded one without
+    its extra) is :class:`ModelUnavailable`."""
+    why = model_unavailable(model)  # the embedded default without its extra
+    if why:
+        raise ModelUnavailable(why)
+    ensure_registered(model)
 
 
 def _replay_failure(stored: dict[str, Any] | None, call_id: str, purpose: str) -> NoReturn:
@@ -211,7 +211,8 @@ class ModelClient(EmbeddingCalls):
             "logprobs": True,
             "top_logprobs": CHOICE_TOP_LOGPROBS,
         }
-        if shared_prefix and self.config.model.startswith("embedded/"):
+        provider = provider_for(self.config.model)
+        if shared_prefix and provider is not None and provider.shared_prefix:
             params["shared_prefix"] = True
         return params
 
@@ -331,7 +332,7 @@ class ModelClient(EmbeddingCalls):
             lambda: client.create_with_completion(
                 model=self.config.model,
                 # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
-                messages=prompt.messages,  # type: ignore[arg-type]
+                messages=prompt.messages,  # type: ignore[arg-type,unused-ignore]
                 response_model=instructor_model(response_model),
                 max_retries=self.config.reasks if reasks is None else reasks,
                 hooks=hooks,
@@ -446,7 +447,7 @@ class ModelClient(EmbeddingCalls):
         pending = self._inflight.get(call_id)
         if pending is not None:
             self.stats.merged += 1
-            return await asyncio.shield(pending)  # type: ignore[no-any-return]
+            return await asyncio.shield(pending)  # type: ignore[no-any-return,unused-ignore]
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inflight[call_id] = future
         try:

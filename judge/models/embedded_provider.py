@@ -161,12 +161,12 @@ class EmbeddedProvider(CustomLLM):
             _raise_runtime_error(result, model)
         return _to_model_response(result, _reported_model(model), info)
 
-    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override,unused-ignore]
         return self._complete(
             kwargs["model"], kwargs["messages"], kwargs.get("optional_params") or {}
         )
 
-    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override,unused-ignore]
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             EXECUTOR,
@@ -209,18 +209,18 @@ class EmbeddedProvider(CustomLLM):
             response._hidden_params["system_fingerprint"] = info.fingerprint
         return response
 
-    def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override]
+    def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override,unused-ignore]
         return self._embed(kwargs["model"], list(kwargs["input"]))
 
-    async def aembedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override]
+    async def aembedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override,unused-ignore]
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             EXECUTOR, self._embed, kwargs["model"], list(kwargs["input"]))
 
-    def streaming(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
+    def streaming(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override,unused-ignore]
         raise CustomLLMError(400, "the embedded provider does not support stream=True")
 
-    async def astreaming(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def astreaming(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override,unused-ignore]
         raise CustomLLMError(400, "the embedded provider does not support stream=True")
 
 

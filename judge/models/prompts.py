@@ -23,6 +23,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from judge.errors import JudgeError
 from judge.hashing import content_hash
 
 
@@ -54,7 +55,7 @@ class RenderedPrompt:
         return "\n\n".join(m["content"] for m in self.messages if m["content"])
 
 
-class PromptError(ValueError):
+class PromptError(JudgeError, ValueError):
     pass
 
 
@@ -144,17 +145,28 @@ def render(
     )
 
 
-def load_manifest(root: Path | None = None) -> dict[str, dict[str, str]]:
+def load_manifest(root: Path | None = None, section: str = "templates"
+                  ) -> dict[str, dict[str, str]]:
+    """The manifest's ``templates`` (the versions shipped), or its ``retired`` versions
+    (removed from ``prompts/``; their name and version are never used again)."""
     path = (root or prompts_dir()) / "manifest.json"
-    return json.loads(path.read_text(encoding="utf-8"))["templates"]
+    entries: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8")).get(
+        section, {})
+    return entries
 
 
 def verify_manifest(root: Path | None = None) -> list[str]:
     """Problems found: a template file whose hash differs from the manifest (edited in
-    place), a manifest entry without a file, or a template file missing from the manifest."""
+    place), a manifest entry without a file, a template file missing from the manifest, or a
+    file for a retired version (a new template takes a new name or version)."""
     root = root or prompts_dir()
     manifest = load_manifest(root)
     problems: list[str] = []
+    for name, versions in load_manifest(root, "retired").items():
+        for version in versions:
+            if template_path(name, version, root).exists():
+                problems.append(f"{name}/{version}: retired in manifest.json, but the file is "
+                                "back; a new template takes a new version")
     for name, versions in manifest.items():
         for version, expected in versions.items():
             path = template_path(name, version, root)
@@ -176,15 +188,19 @@ def lock_new_versions(root: Path | None = None) -> list[str]:
     root = root or prompts_dir()
     path = root / "manifest.json"
     manifest = load_manifest(root) if path.exists() else {}
+    retired = load_manifest(root, "retired") if path.exists() else {}
     added: list[str] = []
     for file in sorted(root.glob("*/v*.j2")):
         versions = manifest.setdefault(file.parent.name, {})
         if file.stem not in versions:
             versions[file.stem] = hashlib.sha256(file.read_bytes()).hexdigest()
             added.append(f"{file.parent.name}/{file.stem}")
-    body = {
-        "about": "sha256 of every prompt version ever used; a listed version is never edited",
+    body: dict[str, Any] = {
+        "about": "sha256 of every prompt version ever used; a listed version is never edited; "
+                 "retired versions were removed unused and their names are not reused",
         "templates": {k: dict(sorted(v.items())) for k, v in sorted(manifest.items())},
     }
+    if retired:
+        body["retired"] = {k: dict(sorted(v.items())) for k, v in sorted(retired.items())}
     path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     return added

@@ -45,7 +45,7 @@ class Output(BaseModel):
 
 @cache
 def _schema(model: type[Output]) -> dict[str, Any]:
-    schema = BaseModel.model_json_schema.__func__(model)  # type: ignore[attr-defined]
+    schema: dict[str, Any] = BaseModel.model_json_schema.__func__(model)  # type: ignore[attr-defined]
     return _bare(schema) if model.bare else schema
 
 

@@ -1,5 +1,5 @@
 """Reading records: the input models (:mod:`judge.records.models`) and reading them with
-numbered errors (:mod:`judge.records.jsonl`). May import :mod:`judge.hashing` only."""
+numbered errors (:mod:`judge.records.jsonl`). May import the leaves only (see :mod:`judge`)."""
 
 from judge.records.jsonl import (
     AcceptedLine,

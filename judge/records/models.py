@@ -204,7 +204,7 @@ class AnswerRecord(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_unset_domain(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if isinstance(data, dict) and data.get("domain") is None:
             data.pop("domain", None)
         return data

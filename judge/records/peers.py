@@ -29,9 +29,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from judge.errors import JudgeError
+from judge.formats import DATASET_FORMATS
 from judge.records.models import AnswerRecord
 
-PEER_FORMATS = ("ragas", "deepeval")
+PEER_FORMATS = DATASET_FORMATS
 MAX_PEER_FILE_BYTES = 512 * 1024 * 1024
 
 #: (question, answer, contexts, reference, id) keys per format, first match wins
@@ -43,7 +45,7 @@ _KEYS = {
 }
 
 
-class PeerFormatError(ValueError):
+class PeerFormatError(JudgeError, ValueError):
     """A file that is not in the named format; the message says where and why."""
 
 

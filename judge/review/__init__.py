@@ -6,5 +6,5 @@
 - :mod:`~judge.review.exchange`: queues out to other labelling tools and labels back in;
 - :mod:`~judge.review.export`: claim-level verdict exports (JSONL / CSV).
 
-May import the store, records, verdicts and models (identity); never a model client.
+May import store, records, verdicts and models (identity); never models.client.
 """

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from judge.formats import REVIEW_FORMATS
 from judge.labels import LABELS
 from judge.review.exchange import ImportResult, export_lines
 from judge.review.export import flat_text
@@ -47,7 +48,7 @@ from judge.review.reviews import (
 )
 from judge.store import Store
 
-TOOLS = ("label-studio", "argilla")
+TOOLS = REVIEW_FORMATS
 MAX_TOOL_FILE_BYTES = 256 * 1024 * 1024
 
 

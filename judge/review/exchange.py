@@ -158,7 +158,8 @@ def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
 
 
 def _parse_line(
-    number: int, obj: dict[str, Any], by_item: dict[str, dict], by_claim: dict[str, dict],
+    number: int, obj: dict[str, Any], by_item: dict[str, dict[str, Any]],
+    by_claim: dict[str, dict[str, Any]],
     annotator: str,
 ) -> LabelLine | str | None:
     """A valid label line, an error message, or None for an unlabelled line."""

@@ -227,4 +227,5 @@ def write_parquet(rows: Iterable[dict[str, Any]], path: Path | str) -> int:
                            ) from exc
     table = pa.Table.from_pylist([parquet_row(r) for r in rows], schema=parquet_schema())
     pq.write_table(table, path)
-    return table.num_rows
+    rows_written: int = table.num_rows
+    return rows_written

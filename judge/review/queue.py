@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from judge.errors import JudgeError
 from judge.hashing import content_hash
 from judge.labels import JUDGE_ERROR, Label
 from judge.review.reviews import (
@@ -89,7 +90,7 @@ DEFAULT_DOUBLE_FRACTION = 0.1
 DEFAULT_SEED = 0
 
 
-class QueueError(ValueError):
+class QueueError(JudgeError, ValueError):
     """A queue request that cannot be honoured; the message says why."""
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judge.errors import JudgeError
 from judge.hashing import content_hash
 from judge.labels import LABELS, Label, Subtype
 from judge.models.identity import normalize_model
@@ -53,7 +54,7 @@ MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 STATES = ("pending", "needs_second_review", "needs_adjudication", "done", "adjudicated")
 
 
-class ReviewError(ValueError):
+class ReviewError(JudgeError, ValueError):
     """A review, adjudication or export request that cannot be honoured; the message says why."""
 
 
@@ -160,7 +161,9 @@ def review_history(store: Store, subject: str) -> list[dict[str, Any]]:
     return store.review_rows(subject)
 
 
-def current_reviews(store: Store, subjects: Iterable[str] | None = None) -> dict[str, list[dict]]:
+def current_reviews(
+    store: Store, subjects: Iterable[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Subject -> each person's latest review, in order of first review. A person is an
     annotator id with its aliases (:mod:`judge.review.aliases`): each row's ``annotator`` is
     the person, ``annotator_id`` the id the review was given under."""

@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from judge.config import JudgeConfig
-from judge.decide.probe_head import heads_text
 from judge.fingerprint import code_fingerprint
-from judge.models.client import CallStore, Limits, ModelClient, RunStopped
+from judge.models.budget import Limits
+from judge.models.client import CallStore, ModelClient, RunStopped
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
@@ -42,6 +42,7 @@ from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
 from judge.store.leases import LEASE_SECONDS, new_holder
+from judge.version import register
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +78,8 @@ def build_pipeline(
                          limits=limits)
     pipeline = Pipeline(config, client)
     if store is not None:
-        store.ensure_judge_version(
-            pipeline.judge_version, config.model, config.versioned_fields(), pipeline.templates
-        )
-        store.save_probe_heads(probe_bodies(config))
+        register(store, config, pipeline.root)
     return pipeline
-
-
-def probe_bodies(config: JudgeConfig) -> dict[str, str]:
-    """The text of the probe heads a config pins (its own and its domains'), by sha256."""
-    refs = [config.probe_head, *(r.probe_head for r in config.domain_rules.values())]
-    return heads_text([(r.file, r.sha256) for r in refs if r is not None])
 
 
 def _why(exc: BaseException) -> str:

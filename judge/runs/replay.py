@@ -6,14 +6,18 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from judge.config import DEFAULT_RULE, JudgeConfig
-from judge.decide.probe_head import remember
+from judge.config import JudgeConfig
+from judge.config.score_model import DEFAULT_RULE
 from judge.fingerprint import code_fingerprint
 from judge.models.client import ReplayMiss
 from judge.runs.batch import build_pipeline
 from judge.store import Store
+from judge.version import remember_stored_heads
+
+if TYPE_CHECKING:
+    from judge.pipeline import Pipeline
 
 COMPARED = ("label", "subtype", "evidence", "strength", "review", "review_reasons", "error")
 
@@ -57,13 +61,6 @@ class ReplayReport:
         }
 
 
-def remember_stored_heads(store: Store) -> None:
-    """The probe heads kept in the store, known to this process by sha256 (a stored version
-    replays wherever its head file has gone)."""
-    for body in store.probe_head_bodies().values():
-        remember(body)
-
-
 def replay_run(store: Store, run_id: str) -> ReplayReport:
     run = store.run(run_id)
     version_row = store.db.table("judge_versions").get(run["judge_version"])
@@ -83,7 +80,8 @@ def replay_run(store: Store, run_id: str) -> ReplayReport:
     return asyncio.run(_replay(store, run_id, pipeline, stored, report))
 
 
-async def _replay(store, run_id, pipeline, stored, report) -> ReplayReport:  # type: ignore[no-untyped-def]
+async def _replay(store: Store, run_id: str, pipeline: Pipeline, stored: dict[str, dict[str, Any]],
+                  report: ReplayReport) -> ReplayReport:
     seen: set[str] = set()
     missing: set[str] = set()
     # answer id -> {verdict id: re-derived support} of verdicts stored without one
@@ -170,10 +168,11 @@ def _stored_domain(stored: dict[str, dict[str, Any]], record: Any) -> str | None
     passed apart from its record, so the verdicts are where it is kept); the record's own
     domain when they name none."""
     rules = {r.get("rule") for r in stored.values() if r["answer_id"] == record.answer_id}
-    named = sorted(r for r in rules if r and r != DEFAULT_RULE)
+    named: list[str] = sorted(r for r in rules if r and r != DEFAULT_RULE)
     if named:
         return named[0]
-    return None if DEFAULT_RULE in rules else record.domain
+    domain: str | None = record.domain
+    return None if DEFAULT_RULE in rules else domain
 
 
 def _mark_reproduced(store: Store, report: ReplayReport, answer_ids: list[str],

@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
+from judge.reading import answer_view
 from judge.records import AnswerRecord
 from judge.records.strictjson import JSONLimitError, loads
 from judge.review.aliases import person
@@ -61,11 +62,13 @@ assert tuple(LabelIn.__args__) == LABELS  # type: ignore[attr-defined]
 
 
 def settings_of(request: Request) -> ServiceSettings:
-    return request.app.state.settings
+    settings: ServiceSettings = request.app.state.settings
+    return settings
 
 
 def identity(request: Request) -> Identity:
-    return request.app.state.auth.api_identity(request)
+    who: Identity = request.app.state.auth.api_identity(request)
+    return who
 
 
 def open_store(request: Request) -> Iterator[Store]:
@@ -144,10 +147,10 @@ class QueueIn(Strict):
 
 
 def _judge_one(settings: ServiceSettings, store: Store, record: AnswerRecord) -> dict[str, Any]:
-    from judge.api import RecordsError, RunStopped, judge_answers
+    from judge.api import RecordsError, RunStopped, judge_as
 
     try:
-        results = judge_answers([record], config=settings.judge_config, db=store, purpose="api")
+        results = judge_as("api", [record], config=settings.judge_config, db=store)
     except RecordsError as exc:
         raise HTTPException(409, exc.problems[0].reason) from exc
     except RunStopped as exc:  # the provider keeps failing: nothing was stored as judged
@@ -158,21 +161,22 @@ def _judge_one(settings: ServiceSettings, store: Store, record: AnswerRecord) ->
 
 
 def _answer_verdicts(store: Store, answer_id: str, version: str | None) -> dict[str, Any]:
-    answer = store.answer(answer_id)
-    if answer is None:
+    view = answer_view(store, answer_id, version)
+    if view is None:
         raise HTTPException(404, f"no answer {answer_id!r}")
-    refused = store.refused_reason(answer_id)
-    rows = list(store.verdict_rows(answer_id=answer_id, judge_version=version))
-    keep = (
-        "claim_id", "claim", "citations", "label", "subtype", "evidence", "rationale", "checks",
-        "strength", "support", "review", "review_reasons", "error", "judge_version",
-        "rule", "is_abstention",
-    )
     return {
         "answer_id": answer_id,
-        "refused": refused,
-        "verdicts": [{k: row[k] for k in keep} for row in rows],
+        "refused": view.refused,
+        "verdicts": [v.model_dump(mode="json", include=_VERDICT_FIELDS) for v in view.verdicts],
     }
+
+
+#: What the service shows of a verdict (not the calls behind it, nor the run).
+_VERDICT_FIELDS = {
+    "claim_id", "claim", "citations", "label", "subtype", "evidence", "rationale", "checks",
+    "strength", "support", "review", "review_reasons", "error", "judge_version", "rule",
+    "is_abstention",
+}
 
 
 async def strict_json(request: Request, user: User) -> None:

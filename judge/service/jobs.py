@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import JudgeConfig
-from judge.runs.batch import build_pipeline
 from judge.store import Store
+from judge.version import register
 
 log = logging.getLogger("judge.service")
 
@@ -32,7 +32,7 @@ class BatchJobs:
         digest = hashlib.sha256(body).hexdigest()
         store = Store.open(self.db_path)
         try:
-            version = build_pipeline(self.config, store).judge_version
+            version = register(store, self.config).id
             run_id, resumed = store.start_run(version, "stream", digest, purpose="api")
         finally:
             store.close()
@@ -43,13 +43,13 @@ class BatchJobs:
         return {"run_id": run_id, "judge_version": version, "resumed": resumed}
 
     def _run(self, run_id: str, body: bytes) -> None:
-        from judge.api import judge_file
+        from judge.api import judge_file_as
         from judge.models.client import RunStopped
 
         store = Store.open(self.db_path)
         try:
             # judge_file resumes the 'running' run of the same input and judge version: this one
-            judge_file(body, config=self.config, db=store, purpose="api")
+            judge_file_as("api", body, config=self.config, db=store)
         except RunStopped as exc:  # the run is recorded as stopped; submitting again resumes
             log.warning("batch %s stopped: %s", run_id, exc)
             self._errors[run_id] = f"stopped: {exc}; submit the same body again to resume"

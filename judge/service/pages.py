@@ -59,7 +59,8 @@ assert set(SUBTYPE_KEYS) == set(REVIEW_SUBTYPES) and set(LABEL_KEYS) == set(LABE
 
 
 def _settings(request: Request) -> ServiceSettings:
-    return request.app.state.settings
+    settings: ServiceSettings = request.app.state.settings
+    return settings
 
 
 def render(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
@@ -91,7 +92,8 @@ def _local(url: str | None) -> str:
 
 
 def _page_session(request: Request) -> Session:
-    return request.app.state.auth.page_session(request)
+    session: Session = request.app.state.auth.page_session(request)
+    return session
 
 
 def _store(request: Request) -> Store:

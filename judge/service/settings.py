@@ -69,7 +69,7 @@ def parse_tokens(spec: str) -> dict[str, Identity]:
 
 def load_tokens(
     tokens_file: Path | None = None, env: Mapping[str, str] | None = None
-) -> dict:
+) -> dict[str, Identity]:
     """Tokens from a file (same syntax, one per line) and/or ``$CLAIM_JUDGE_TOKENS``."""
     env = os.environ if env is None else env
     tokens: dict[str, Identity] = {}

@@ -49,7 +49,8 @@ class Segment:
         return " ".join(f"hl-{k}" for k in self.kinds)
 
 
-def segments(text: str, spans: list[dict[str, Any]], lo: int = 0, hi: int | None = None) -> list:
+def segments(text: str, spans: list[dict[str, Any]], lo: int = 0, hi: int | None = None
+             ) -> list[Segment]:
     """Cut ``text[lo:hi]`` at every span boundary; each piece lists the span kinds covering it."""
     hi = len(text) if hi is None else hi
     cuts = {lo, hi}

@@ -5,5 +5,5 @@
 - :mod:`~judge.split.abstention`: recognising abstention statements;
 - :mod:`~judge.split.claims`: claim ids, given claims, and the model split.
 
-May import records, verdicts, config and models (the split call).
+May import records, verdicts, config and models (the split call); never store.
 """

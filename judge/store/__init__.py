@@ -4,10 +4,14 @@ transactions, a busy timeout, so that a batch in the CLI and a reviewer on the w
 at the same time. All SQL of the package lives in this package, one module per group of
 tables; ordered migrations in :mod:`judge.store.migrations`.
 
-May import records, verdicts, hashing and fingerprint only.
+May import records, verdicts and fingerprint only.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from judge.store.answers import AnswersMixin
 from judge.store.base import StoreError, dumps, now, record_sha, verdict_id
@@ -17,9 +21,25 @@ from judge.store.queues import QueuesMixin
 from judge.store.reviews import ReviewsMixin
 from judge.store.runs import RunsMixin
 
-__all__ = ["AnswerConflict", "Store", "StoreError", "dumps", "now", "record_sha", "verdict_id"]
+__all__ = ["AnswerConflict", "Store", "StoreError", "dumps", "now", "opened", "record_sha",
+           "verdict_id"]
 
 
 class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, LeasesMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""
+
+
+@contextmanager
+def opened(db: str | Path | Store | None) -> Iterator[Store]:
+    """The ``db`` argument of the public functions as a store: an open :class:`Store` as it
+    is (left open), a path opened for the block and closed after it, None an in-memory store
+    that lives as long as the block."""
+    if isinstance(db, Store):
+        yield db
+        return
+    store = Store.open(":memory:" if db is None else db)
+    try:
+        yield store
+    finally:
+        store.close()

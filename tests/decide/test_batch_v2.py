@@ -12,7 +12,7 @@ from typing import Any
 from judge.api import judge_answers
 from judge.config import DEFAULT_MODEL, JudgeConfig, load_config
 from judge.decide.batch import extend_quote
-from judge.decide.fit import context_size, plan
+from judge.decide.packing import context_size, plan
 from judge.models.prompts import render
 from judge.records import AnswerRecord
 from judge.text import estimate_tokens

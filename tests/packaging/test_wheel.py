@@ -106,6 +106,29 @@ def test_wheel_holds_the_data_files(wheel: Path) -> None:
     assert not any("__pycache__" in n for n in names)
 
 
+def test_wheel_is_typed_and_carries_the_one_version(wheel: Path) -> None:
+    import tomllib
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"judge/py.typed", "calibration/py.typed"} <= names
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert wheel.name.startswith(f"claim_judge-{version}-")
+
+
+def test_sdist_leaves_research_out(tmp_path: Path) -> None:
+    import tarfile
+
+    builder = pytest.importorskip("hatchling.builders.sdist")
+    path = next(builder.SdistBuilder(str(REPO)).build(directory=str(tmp_path)))
+    with tarfile.open(path) as sdist:
+        names = sdist.getnames()
+    assert not any("/research/" in n for n in names)
+    root = names[0].split("/")[0]
+    for kept in ("judge/py.typed", "calibration/py.typed", "prompts/manifest.json",
+                 "pyproject.toml"):
+        assert f"{root}/{kept}" in names, kept
+
+
 def test_installed_wheel_judges_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()

@@ -64,7 +64,7 @@ def test_ragas_jsonl_and_csv_round_trip(tmp_path: Path, fake_llm: FakeLLM,
 
     store = _judge(records, tmp_path, config)
     out = tmp_path / "back.jsonl"
-    judge.export(store, out, "ragas")
+    judge.export(out, "ragas", db=store)
     back = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     for original, row in zip(RAGAS_ROWS, back, strict=True):
         assert {k: row.get(k) for k in original} == original
@@ -107,7 +107,7 @@ def test_deepeval_json_round_trip_and_bad_rows_named(tmp_path: Path, fake_llm: F
     assert records[0]["id"] == "case-1" and len(records[0]["sources"]) == 2
     store = _judge(records, tmp_path, config)
     out = tmp_path / "back.json"
-    judge.export(store, out, "deepeval")
+    judge.export(out, "deepeval", db=store)
     back = json.loads(out.read_text(encoding="utf-8"))
     assert [{k: r[k] for k in ("name", "input", "actual_output", "retrieval_context")}
             for r in back] == [{k: c[k] for k in ("name", "input", "actual_output",
@@ -270,7 +270,7 @@ def test_csv_is_flat_with_bom_and_parquet_typed(tmp_path: Path) -> None:
     assert bad["failed_checks"].startswith("citation_exists")
 
     path = tmp_path / "verdicts.parquet"
-    judge.export(store, path, "parquet")
+    judge.export(path, "parquet", db=store)
     table = pq.read_table(path)
     schema = table.schema
     assert str(schema.field("support").type) == "double"

@@ -1,7 +1,8 @@
-"""How many verify calls an answer needs (strategy ``batch``, verify_claims v2 and later): one,
-when the prompt with every claim fits the model's context and the judgements fit ``max_tokens``;
-else as few near-equal runs of consecutive claims as fit. The same rule (:func:`fits_whole`)
-decides whether ``one_call`` can split and judge an answer in one call.
+"""Packing an answer's claims into verify calls that fit the model's context (strategy
+``batch``, verify_claims v2 and later): one call, when the prompt with every claim fits the
+context and the judgements fit ``max_tokens``; else as few near-equal runs of consecutive
+claims as fit. The same rule (:func:`fits_whole`) decides whether ``one_call`` can split and
+judge an answer in one call.
 
 Token counts are estimated by the program (:func:`judge.text.estimate_tokens`: no tokenizer
 download, the same count on every machine). The context comes from ``context_tokens`` in
