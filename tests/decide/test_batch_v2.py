@@ -33,10 +33,10 @@ def verify_calls(fake: FakeLLM) -> list[dict[str, Any]]:
     return [c for c in fake.calls if c["schema"] == "CompactVerifyOutput"]
 
 
-def test_v2_is_the_library_default_and_the_embedded_profile_keeps_scores() -> None:
+def test_v2_is_the_library_default_and_the_embedded_profile_keeps_probe() -> None:
     assert JudgeConfig().prompts["verify_claims"] == "v2"
     embedded = load_config(None)
-    assert embedded.model == DEFAULT_MODEL and embedded.strategy == "scores"
+    assert embedded.model == DEFAULT_MODEL and embedded.strategy == "probe"
     assert "verify_claims" not in embedded.prompts
 
 

@@ -33,7 +33,7 @@ def test_a_well_covered_supported_claim_is_left_alone() -> None:
 
 def test_embedded_profile_applies_only_without_an_explicit_strategy_or_other_model() -> None:
     assert JudgeConfig.load().strategy == EMBEDDED_PROFILE["strategy"]
-    assert JudgeConfig.load().model == DEFAULT_MODEL and JudgeConfig.load().score_model
+    assert JudgeConfig.load().model == DEFAULT_MODEL and JudgeConfig.load().probe_head
     assert JudgeConfig.load(model="openai/gpt-4.1").strategy == "batch"
     assert JudgeConfig.load(strategy="batch").signals is False
 
@@ -53,10 +53,17 @@ def test_contradiction_needs_evidence_about_the_same_subject() -> None:
 
 def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from pathlib import Path
-    named = Path(__file__).resolve().parents[2] / "research" / "configs" / "scores_v1_linear_t244_text.toml"
-    reports = JudgeConfig.load(named)
-    # split_claims v2 came later; the gold evaluation judges given claims (no split call)
-    assert reports.prompts == {"split_claims": "v1", "choose_label": "v1"}
-    assert JudgeConfig.load() == reports.model_copy(
-        update={"prompts": {**reports.prompts, "split_claims": "v2"}})
-    assert JudgeConfig.load().score_model is not None
+
+    from judge.decide.probe import head_of
+
+    configs = Path(__file__).resolve().parents[2] / "research" / "configs"
+    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_v1.toml")
+    config = JudgeConfig.load()
+    assert config.strategy == "probe" and config.probe_head is not None
+    assert config.probe_head.file.startswith("builtin:")
+    head = head_of(config)  # shipped in the package, with its pinned sha256
+    assert head.dim == 1536 and head.about["prompt"] == "probe_claim/v1"
+    # the scores profile it replaced stays loadable under the name the reports use
+    scores = JudgeConfig.load(configs / "scores_v1_linear_t244_text.toml")
+    assert scores.strategy == "scores" and scores.score_model is not None
+

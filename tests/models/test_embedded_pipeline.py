@@ -38,8 +38,8 @@ def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
     # a model that fails on every claim is no judge: at least one real label
     assert any(r["label"] != JUDGE_ERROR for r in rows), [r["error"] for r in rows]
     calls = list(store.db["calls"].rows)
-    second_step = {"per_claim": "label", "scores": "score"}.get(JudgeConfig.load().strategy,
-                                                                 "verify")
+    second_step = {"per_claim": "label", "scores": "score", "probe": "probe"}.get(
+        JudgeConfig.load().strategy, "verify")
     assert {c["purpose"] for c in calls} == {"split", second_step}
     assert all(c["model_sent"] == DEFAULT_MODEL for c in calls)
     assert all(c["raw_output"] for c in calls if c["error"] is None)
@@ -65,7 +65,9 @@ def _two_answers() -> list[dict[str, object]]:
 def test_shared_excerpts_scores_do_not_depend_on_the_order(tmp_path: Path) -> None:
     """excerpts = "answer": the claims of an answer reuse the runtime's KV cache of their
     common prefix, and a claim's scores are the same whatever the runtime ran before."""
-    config = JudgeConfig.load(None, excerpts="answer")
+    scores = Path(__file__).resolve().parents[2] / "research" / "configs" / \
+        "scores_v1_linear_t244_text.toml"
+    config = JudgeConfig.load(scores, excerpts="answer")
     answers = _two_answers()
 
     def scores(order: list[dict[str, object]], name: str) -> dict[str, object]:

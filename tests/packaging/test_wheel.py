@@ -99,7 +99,8 @@ def test_wheel_holds_the_data_files(wheel: Path) -> None:
         assert f"judge/_prompts/{rel}" in names, rel
     for path in [*(REPO / "judge" / "service" / "templates").iterdir(),
                  *(REPO / "judge" / "service" / "static").iterdir(),
-                 *(REPO / "judge" / "config" / "profiles").glob("*.toml")]:
+                 *(REPO / "judge" / "config" / "profiles").glob("*.toml"),
+                 *(REPO / "judge" / "config" / "heads").glob("*.json")]:
         assert path.relative_to(REPO).as_posix() in names, path
     assert "calibration/__init__.py" in names
     assert not any(n.startswith(("tests/", "research/", "gold/", "prompts/")) for n in names)
