@@ -343,7 +343,8 @@ def _pysbd_starts(text: str) -> frozenset[int]:
             end = line + 1
         chunk = text[pos:end]
         found = (_sentence_starts(chunk, Processor(chunk, english, char_span=True).process())
-                 if any(ch in ".．" for ch in chunk) else [len(chunk) - len(chunk.lstrip())])
+                 if any(ch in ".．" for ch in chunk)
+                 else [len(chunk) - len(chunk.lstrip())] if chunk.strip() else [])
         if end < n and line < 0:
             # cut in the middle of a paragraph: at the last sentence start pysbd found in
             # the piece's second half (the sentence from there on may be cut short, so it is

@@ -127,7 +127,7 @@ def test_the_library_export_refuses_the_store(db: Path) -> None:
     from judge import api
 
     with pytest.raises(OutputError, match="would destroy"):
-        api.export(db, db, "jsonl")
+        api.export(db, "jsonl", db=db)
     with pytest.raises(OutputError, match="input file"):
         check_output(db.parent / "x" / ".." / "in.jsonl", inputs=[db.parent / "in.jsonl"])
     assert counts(db)[0] > 0
