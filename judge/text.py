@@ -342,9 +342,9 @@ def _pysbd_starts(text: str) -> frozenset[int]:
         if line >= 0:  # a line break ends a sentence anyway: the piece is whole
             end = line + 1
         chunk = text[pos:end]
+        # every piece goes to pysbd (it ends sentences at "!" and "?" too); blank: none
         found = (_sentence_starts(chunk, Processor(chunk, english, char_span=True).process())
-                 if any(ch in ".．" for ch in chunk)
-                 else [len(chunk) - len(chunk.lstrip())] if chunk.strip() else [])
+                 if chunk.strip() else [])
         if end < n and line < 0:
             # cut in the middle of a paragraph: at the last sentence start pysbd found in
             # the piece's second half (the sentence from there on may be cut short, so it is
