@@ -16,7 +16,7 @@ lower Wilson bound reaches it). Predictions go through
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,21 +125,31 @@ def balanced_log_loss(probs: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean([loss[y == k].mean() for k in range(len(LABELS)) if (y == k).any()]))
 
 
+def over_folds(fold: Sequence[int], n: int,
+               fit_predict: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, probabilities) of each of ``n`` items, each from ``fit_predict(rest, held)``
+    fitted without the item's fold (the indexes of the other folds, then of the fold)."""
+    fold_arr = np.asarray(fold)
+    pred = np.zeros(n, dtype=int)
+    probs = np.zeros((n, len(LABELS)))
+    for f in sorted(set(fold_arr.tolist())):
+        held = np.flatnonzero(fold_arr == f)
+        rest = np.flatnonzero(fold_arr != f)
+        if len(rest):
+            pred[held], probs[held] = fit_predict(rest, held)
+    return pred, probs
+
+
 def out_of_fold(values: Features, y: np.ndarray, fold: Sequence[int], lam: float,
                 names: Sequence[str], prior: ScoreModel | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, probabilities) of each item from a rule fitted without its fold."""
-    fold_arr = np.asarray(fold)
-    pred = np.zeros(len(values), dtype=int)
-    probs = np.zeros((len(values), len(LABELS)))
-    for f in sorted(set(fold_arr.tolist())):
-        held = np.flatnonzero(fold_arr == f)
-        rest = np.flatnonzero(fold_arr != f)
-        if not len(rest):
-            continue
+    def fit_predict(rest: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         model = fit(matrix([values[int(j)] for j in rest], names), y[rest], lam, names, prior)
-        pred[held], probs[held] = predict([values[int(j)] for j in held], model)
-    return pred, probs
+        return predict([values[int(j)] for j in held], model)
+
+    return over_folds(fold, len(values), fit_predict)
 
 
 def queue_threshold(pred: np.ndarray, p_s: np.ndarray, y: np.ndarray, recall: float

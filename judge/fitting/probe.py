@@ -25,6 +25,7 @@ from judge.fitting.logistic import (
     balanced_accuracy,
     balanced_log_loss,
     fit_standardised,
+    over_folds,
     queue_threshold,
 )
 from judge.verdicts import LABELS
@@ -71,17 +72,9 @@ def predict_head(x: np.ndarray, head: ProbeHead) -> tuple[np.ndarray, np.ndarray
 
 def head_out_of_fold(x: np.ndarray, y: np.ndarray, fold: Sequence[int], lam: float,
                      prior: ProbeHead | None = None) -> tuple[np.ndarray, np.ndarray]:
-    fold_arr = np.asarray(fold)
-    pred = np.zeros(len(y), dtype=int)
-    probs = np.zeros((len(y), len(LABELS)))
-    for f in sorted(set(fold_arr.tolist())):
-        held = np.flatnonzero(fold_arr == f)
-        rest = np.flatnonzero(fold_arr != f)
-        if not len(rest):
-            continue
-        head = fit_head(x[rest], y[rest], lam, prior)
-        pred[held], probs[held] = predict_head(x[held], head)
-    return pred, probs
+    """(labels, probabilities) of each item from a head fitted without its fold."""
+    return over_folds(fold, len(y), lambda rest, held: predict_head(
+        x[held], fit_head(x[rest], y[rest], lam, prior)))
 
 
 def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_recall: float = 0.9,

@@ -9,6 +9,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import random  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 from judge.store import now  # noqa: E402
@@ -110,6 +111,18 @@ class Attempts:
             "latency_ms": round((time.perf_counter() - self._started) * 1000, 1),
             "error": error,
         })
+
+    async def send(self, request: Callable[[], Awaitable[Any]]) -> Any:
+        """One HTTP attempt: ``request()``, with its start, its response or its error
+        recorded (the error re-raised for the retry layer)."""
+        self.start()
+        try:
+            response = await request()
+        except Exception as exc:
+            self.error(exc)
+            raise
+        self.response(response)
+        return response
 
     def response(self, response: Any) -> None:
         self.responses.append(response)

@@ -405,20 +405,9 @@ class ModelClient(EmbeddingCalls):
         started = time.perf_counter()
 
         async def send() -> Any:
-            attempts.start()
-            try:
-                response = await litellm.acompletion(
-                    model=self.config.model,
-                    messages=prompt.messages,
-                    timeout=self.config.timeout_s,
-                    **params,
-                    **self.endpoint(),
-                )
-            except Exception as exc:
-                attempts.error(exc)
-                raise
-            attempts.response(response)
-            return response
+            return await attempts.send(lambda: litellm.acompletion(
+                model=self.config.model, messages=prompt.messages,
+                timeout=self.config.timeout_s, **params, **self.endpoint()))
 
         scores = None
         response, error = await self._retrying(send, call_id, self._rate_tokens(prompt, 1))

@@ -76,18 +76,11 @@ class EmbeddingCalls:
         text = prompt.as_text()
 
         async def send() -> Any:
-            attempts.start()
-            try:
-                # the provider SDK must not retry on its own: this client is the one retry
-                # layer (see NO_SDK_RETRIES)
-                response = await litellm.aembedding(
-                    model=client.config.model, input=[text], timeout=client.config.timeout_s,
-                    max_retries=NO_SDK_RETRIES, **client.endpoint())
-            except Exception as exc:
-                attempts.error(exc)
-                raise
-            attempts.response(response)
-            return response
+            # the provider SDK must not retry on its own: this client is the one retry layer
+            # (see NO_SDK_RETRIES)
+            return await attempts.send(lambda: litellm.aembedding(
+                model=client.config.model, input=[text], timeout=client.config.timeout_s,
+                max_retries=NO_SDK_RETRIES, **client.endpoint()))
 
         vector = None
         response, error = await client._retrying(send, call_id, client._rate_tokens(prompt, 0))
