@@ -21,7 +21,7 @@ the rule a team's own reviews could improve.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from calibration import CalibrationItem, DriftPair, build_drift_report
@@ -51,28 +51,28 @@ def adoption_rule(queue_recall: float) -> str:
         "are reported beside them")
 
 
-def decide_item(config: JudgeConfig, item: FitItem) -> Decision:
-    """The decision ``config`` (already the item's domain rule) makes from the item's stored
-    scores or vector, exactly as the pipeline makes it."""
+def decider(config: JudgeConfig) -> Callable[[FitItem], Decision]:
+    """How ``config`` (already one domain's rule) decides an item from its stored scores or
+    vector, exactly as the pipeline does; a probe head is loaded (read and hashed) once."""
     if config.strategy == "probe":
-        return decide_probe(config, head_of(config), item.claim, item.located, item.vector,
-                            item.call_id)
-    return decide_scores(config, item.record, item.claim, item.located, item.scores,
-                         item.call_id)
+        head = head_of(config)
+        return lambda item: decide_probe(config, head, item.claim, item.located, item.vector,
+                                         item.call_id)
+    return lambda item: decide_scores(config, item.record, item.claim, item.located,
+                                      item.scores, item.call_id)
 
 
 def verdicts_for(items: Sequence[FitItem], config: JudgeConfig, version: str) -> list[Verdict]:
     """The verdict ``config`` gives each item from its stored scores (no model call): the
     rule of the item's domain, then the pipeline's verdict assembly."""
-    assemblers: dict[str | None, tuple[JudgeConfig, Assembler]] = {}
+    rules: dict[str | None, tuple[Callable[[FitItem], Decision], Assembler]] = {}
     out = []
     for item in items:
         name, cfg = config.rule_for(item.domain)
-        if name not in assemblers:
-            assemblers[name] = (cfg, Assembler(cfg, version))
-        cfg, assembler = assemblers[name]
-        decision = decide_item(cfg, item)
-        verdict = assembler.verdict(item.record, decision)
+        if name not in rules:
+            rules[name] = (decider(cfg), Assembler(cfg, version))
+        decide, assembler = rules[name]
+        verdict = assembler.verdict(item.record, decide(item))
         out.append(verdict if name is None else verdict.model_copy(update={"rule": name}))
     return out
 
