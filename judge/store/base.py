@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -36,6 +37,24 @@ def record_sha(record: AnswerRecord) -> str:
     return content_hash(record.model_dump(mode="json", by_alias=True))
 
 
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL. On a new file opened by several processes at once, SQLite
+    answers "database is locked" to the switch without calling the busy handler, so wait and
+    retry here, within the busy timeout, until the file is in WAL (whoever switched it)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = wal")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
 #: Values bound per query of :meth:`StoreBase.rows_in`.
 IN_CHUNK = 500
 
@@ -62,7 +81,7 @@ class StoreBase:
         db = sqlite_utils.Database(conn)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not memory:
-            db.enable_wal()
+            _use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = OFF")
         apply_migrations(db)
