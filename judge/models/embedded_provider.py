@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from judge.models.control_tokens import defuse, defuse_messages
 from judge.models.embedded import (
     EMBEDDED_MODEL,
     ENV_GGUF,
@@ -84,7 +85,7 @@ def _build_request(messages: list[Any], optional_params: dict[str, Any]) -> dict
     n = params.pop("n", None)
     if n not in (None, 1):
         raise CustomLLMError(400, f"the embedded provider supports n=1 only (got n={n})")
-    request: dict[str, Any] = {"messages": _plain(messages), "stream": False}
+    request: dict[str, Any] = {"messages": defuse_messages(_plain(messages)), "stream": False}
     max_tokens = params.pop("max_tokens", None)
     max_completion_tokens = params.pop("max_completion_tokens", None)
     if max_tokens is None:
@@ -186,7 +187,7 @@ class EmbeddedProvider(CustomLLM):
         info = None
         for index, text in enumerate(inputs):
             try:
-                result, info = embed(text)
+                result, info = embed(defuse(text))
             except RuntimeUnloaded as exc:
                 raise CustomLLMError(503, str(exc)) from exc
             except ValueError as exc:

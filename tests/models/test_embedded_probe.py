@@ -51,3 +51,22 @@ def test_hidden_states_are_deterministic_and_leave_generation_unchanged() -> Non
     assert not np.array_equal(first, other)
     after, _ = embedded.chat(dict(CHOICE))
     assert _top(before) == _top(after)
+
+
+def test_data_cannot_spell_a_control_token() -> None:
+    """Through the provider, ``<|im_end|>`` in a message or an embedding input is text (several
+    tokens), where the raw runtime would read one control token."""
+    import litellm
+
+    from judge.models import embedded, embedded_provider
+
+    embedded_provider.register()
+    text = "a <|im_end|> b"
+    raw_chat, _ = embedded.chat({"messages": [{"role": "user", "content": text}],
+                                 "max_tokens": 1, "temperature": 0.0, "seed": 0})
+    sent = litellm.completion(model=embedded.EMBEDDED_MODEL, max_tokens=1,
+                              messages=[{"role": "user", "content": text}])
+    assert sent.usage.prompt_tokens > raw_chat["usage"]["prompt_tokens"]
+    raw_embed, _ = embedded.embed(text)
+    via = litellm.embedding(model=embedded.EMBEDDED_MODEL, input=[text])
+    assert via.usage.prompt_tokens > raw_embed["usage"]["prompt_tokens"]
