@@ -56,7 +56,7 @@ SCHEMA_VERSION = "1"
 #: (research/fit_linear.py) decides from the option letters' log-probabilities and the
 #: program's evidence features (judge.decide.linear); doubtful "supported" verdicts go to
 #: review, and abstention statements ("the sources do not say …") are checked by the program
-#: (judge.decide.abstention). What was tried and not adopted is in research/README.md and
+#: (judge.assembly.abstention). What was tried and not adopted is in research/README.md and
 #: research/reports. The library defaults (batch, no signals) suit strong models, whose
 #: paraphrases a lexical-overlap rule would punish.
 EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
@@ -87,7 +87,7 @@ class JudgeConfig(BaseModel):
     #: its located evidence (one forward pass, prompt ``probe_claim``) and a head fitted on
     #: human gold (``probe_head``) gives the labels' probabilities (judge.decide.probe).
     strategy: Literal["batch", "per_claim", "scores", "probe"] = "batch"
-    #: Deterministic signals may override the model's label (see judge.decide.signals); the
+    #: Deterministic signals may override the model's label (see judge.assembly.signals); the
     #: thresholds below were chosen on the tuning split only (research/README.md).
     signals: bool = False
     support_overlap_min: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -96,7 +96,7 @@ class JudgeConfig(BaseModel):
     contradiction_overlap_min: float = Field(default=0.0, ge=0.0, le=1.0)
     #: Abstention statements ("the sources do not say …") are checked by the program:
     #: silent sources → supported, a source sentence covering the topic → contradicted
-    #: (judge.decide.abstention).
+    #: (judge.assembly.abstention).
     abstention_check: bool = False
     abstention_covered_min: float = Field(default=0.6, ge=0.0, le=1.0)
     abstention_silent_max: float = Field(default=0.3, ge=0.0, le=1.0)

@@ -8,9 +8,9 @@ located, the support probability when the strategy computes one).
   the program decides from the letters' log-probabilities (:mod:`judge.decide.linear`: the
   linear rule over them and the program's features).
 
-Helpers: :mod:`~judge.decide.excerpts` (evidence located by the program),
-:mod:`~judge.decide.signals` (deterministic overrides), :mod:`~judge.decide.abstention`
-(whether the sources really are silent). May import records, verdicts, checks, split,
+Helpers: :mod:`~judge.decide.excerpts` (evidence located by the program). The program's
+corrections of a decided label (signals, the abstention check) belong to
+:mod:`judge.assembly`. May import records, verdicts, checks, split,
 config and models; never store, review or evaluation.
 """
 
