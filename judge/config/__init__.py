@@ -305,9 +305,9 @@ class JudgeConfig(BaseModel):
 
     def rule_for(self, domain: str | None) -> tuple[str | None, JudgeConfig]:
         """The name of the rule that decides an answer of ``domain`` (None: the strategy
-        has no rule, it is not ``scores``) and the config to decide it with: this config for
-        the default rule, else a copy with the domain's ``score_model`` and
-        ``review_support_below``."""
+        has no domain rules, its declaration names no ``rule_setting``) and the config to
+        decide it with: this config for the default rule, else a copy with the domain's
+        ``score_model`` or ``probe_head`` and ``review_support_below``."""
         from judge.decide.registry import spec_of
 
         setting = spec_of(self.strategy).rule_setting
