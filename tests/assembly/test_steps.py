@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from judge.api import judge_file
 from judge.assembly import steps
 from judge.assembly.verdict import Assembler
 from judge.config import JudgeConfig
 from judge.decide import Decision
 from judge.models.schemas import ClaimJudgement
 from judge.records import AnswerRecord, Citation
+from judge.store import Store
 from judge.verdicts import Claim
+from tests.conftest import write_jsonl
+from tests.fakes import FakeLLM, Reply, rule_responder
 
 SRC = "Python 3.11 added the tomllib module to the standard library."
 REC = AnswerRecord.model_validate({"id": "a", "answer": "x",
@@ -49,3 +55,16 @@ def test_without_a_model_client_nothing_is_flagged_for_the_model() -> None:
     verdict = Assembler(JudgeConfig(), "v@1").verdict(REC, decision())
     assert verdict.label == "supported" and "model_mismatch" not in verdict.review_reasons
     assert verdict.call_ids == ["call-1"]
+
+
+def test_the_pipeline_flags_a_verdict_another_model_answered(
+    tmp_path: Path, store: Store, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = lambda schema, messages: Reply(
+        rule_responder(schema, messages), model="anthropic/claude-3-5-sonnet")
+    path = write_jsonl(tmp_path / "in.jsonl", [{
+        "id": "a1", "answer": "401 means unauthenticated [S1].",
+        "sources": [{"id": "S1", "text": "401 means unauthenticated."}]}])
+    judge_file(path, config=config, db=store)
+    [row] = list(store.verdict_rows())
+    assert row["review"] and row["review_reasons"][-1] == "model_mismatch"
