@@ -3,7 +3,7 @@
 An answer is refused when its generator is the judge model or of its family (however the name
 is spelled: :mod:`judge.models.identity`), or names no generator under ``require_generator``.
 A verdict resting on a call the provider answered as another model than the pinned one is
-flagged ``model_mismatch``.
+flagged ``model_mismatch`` (the last step of the verdict assembly, :mod:`judge.assembly.steps`).
 
 ``Pipeline.judge`` is free of storage writes: it returns a :class:`JudgedAnswer` that the
 runner persists in one transaction, and that replay compares with what was stored.
@@ -64,7 +64,7 @@ class Pipeline:
             from judge.decide.one_call import OneCall
 
             self.one_call = OneCall(config, client, self.root, self.splitter)
-        self.assembler = Assembler(config, self.judge_version)
+        self.assembler = Assembler(config, self.judge_version, client.answered_by_other)
         #: rule name -> (strategy, assembler) deciding with that rule's config
         self._rules: dict[str | None, tuple[Strategy, Assembler]] = {}
 
@@ -79,7 +79,8 @@ class Pipeline:
                 self._rules[name] = (self.strategy, self.assembler)
             else:
                 self._rules[name] = (strategy_for(config, self.client, self.root),
-                                     Assembler(config, self.judge_version))
+                                     Assembler(config, self.judge_version,
+                                               self.client.answered_by_other))
         return (name, *self._rules[name])
 
     async def judge(
@@ -103,7 +104,7 @@ class Pipeline:
             decision = Decision(split.claims[0], None, split.error)
             verdict = assembler.verdict(record, decision, split_calls)
             return JudgedAnswer(
-                record, "judged", split.claims, self._flag_models([_ruled(verdict, rule)]),
+                record, "judged", split.claims, [_ruled(verdict, rule)],
                 answer_status(split.claims),
             )
         if decisions is None:  # an ungrounded claim is not judged (judge.split.claims)
@@ -114,7 +115,7 @@ class Pipeline:
             decisions = [decided.get(p) or Decision(claim, None, split.ungrounded[p])
                          for p, claim in enumerate(split.claims)]
         verdicts = [_ruled(assembler.verdict(record, d, split_calls), rule) for d in decisions]
-        return JudgedAnswer(record, "judged", split.claims, self._flag_models(verdicts),
+        return JudgedAnswer(record, "judged", split.claims, verdicts,
                             answer_status(split.claims), skipped=split.skipped)
 
     def failed(self, record: AnswerRecord, error: str) -> JudgedAnswer:
@@ -123,16 +124,6 @@ class Pipeline:
         claim = unsplit_claim(record)
         verdict = self.assembler.verdict(record, Decision(claim, None, error))
         return JudgedAnswer(record, "judged", [claim], [verdict], answer_status([claim]))
-
-    def _flag_models(self, verdicts: list[Verdict]) -> list[Verdict]:
-        """A verdict resting on a call the provider answered as another model than the pinned
-        one goes to review (``model_mismatch``): it is not the pinned judge's verdict."""
-        for verdict in verdicts:
-            others = self.client.answered_by_other(verdict.call_ids)
-            if others and "model_mismatch" not in verdict.review_reasons:
-                verdict.review_reasons.append("model_mismatch")
-                verdict.review = True
-        return verdicts
 
 
 #: Sources at least this long are prepared in a worker thread before the answer is judged.

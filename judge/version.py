@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from judge.config import JudgeConfig, judge_version
-from judge.decide import VERIFY_PROMPT
 from judge.decide.probe_head import heads_text, remember
+from judge.decide.registry import spec_of
 from judge.models.prompts import prompts_dir, template_hash
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def pin(config: JudgeConfig, root: Path | None = None) -> PinnedJudge:
     prompt its strategy needs, :class:`~judge.models.prompts.PromptError` when a template is
     missing."""
     root = root or prompts_dir()
-    missing = [name for name in ("split_claims", VERIFY_PROMPT[config.strategy])
+    missing = [name for name in ("split_claims", spec_of(config.strategy).prompt)
                if name not in config.prompts]
     if missing:
         raise ValueError(missing_prompts_message(config, missing, root))

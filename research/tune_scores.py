@@ -13,7 +13,7 @@ evidence, then searches:
 * ``label_bias``: one bias per non-``supported`` label on a grid (``supported`` fixed at 0),
   maximising balanced accuracy, ties broken by accuracy, then by the smallest total bias;
 * ``signals`` off, or on with ``support_overlap_min`` and ``contradiction_overlap_min`` on
-  small grids (judge.decide.signals rules applied after the scores decision; the other signal
+  small grids (judge.assembly.signals rules applied after the scores decision; the other signal
   thresholds stay as configured);
 * ``review_support_below``: the smallest grid value whose review queue catches at least
   ``--queue-recall`` of the human-rejected claims.
@@ -41,9 +41,10 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 
+from judge.assembly.signals import apply_signals
+from judge.checks.overlap import evidence_overlap
 from judge.config import JudgeConfig  # noqa: E402
 from judge.decide.options import log_normalise
-from judge.decide.signals import apply_signals, evidence_overlap
 from judge.evaluation.gold import load_gold
 from judge.evaluation.matching import gold_to_records
 from judge.records import AnswerRecord  # noqa: E402
@@ -87,7 +88,7 @@ class Item:
     signal: dict[tuple[float, float], np.ndarray]
     #: P(yes) of the ``check_contradiction`` question, when the run asked it
     contradiction_yes: float | None = None
-    #: the claim's lexical overlap with its located evidence (judge.decide.signals)
+    #: the claim's lexical overlap with its located evidence (judge.assembly.signals)
     overlap: float = 0.0
 
 

@@ -186,7 +186,8 @@ def test_packages_state_their_import_rules() -> None:
               "judge.evaluation", "judge.fitting", "judge.models", "judge.records",
               "judge.review", "judge.runs", "judge.split", "judge.store", "calibration"}
     assert stated <= set(rules)
-    assert rules["judge.assembly"] == ({"records", "verdicts", "checks", "decide", "config"},
+    assert rules["judge.assembly"] == ({"records", "verdicts", "checks", "split.abstention",
+                                        "decide", "config"},
                                        {"models.client", "store"})
     assert rules["judge.records"] == (set(), set())
     assert leaves() == {"errors", "formats", "hashing", "labels", "text"}

@@ -7,7 +7,8 @@ Operational settings (concurrency, timeouts, retries) do not change a verdict an
 left out of the hash. (:func:`judge.version_of` computes the version of a config with its
 prompt templates.)
 
-May import records and verdicts; never models or store.
+May import records, verdicts and decide.registry (the strategies, read while a config is
+validated, never at import time); never models or store.
 """
 
 from __future__ import annotations
@@ -30,19 +31,6 @@ from judge.verdicts import LABELS
 #: The offline default: the packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M (see judge.models.embedded).
 DEFAULT_MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
 
-#: The prompts a config may pin, and the strategy that asks each (``split_claims``: all).
-PROMPTS: dict[str, str] = {
-    "split_claims": "all",
-    "verify_claims": "batch",
-    "label_claim": "per_claim",
-    "choose_label": "scores",
-    "judge_answer": "batch",
-    "probe_claim": "probe",
-}
-
-#: The ``probe_claim`` version a ``probe`` config pins unless it names one.
-PROBE_PROMPT = "v1"
-
 #: The ``judge_answer`` version a config with ``one_call`` pins unless it names one.
 ONE_CALL_PROMPT = "v1"
 
@@ -56,7 +44,7 @@ SCHEMA_VERSION = "1"
 #: (research/fit_linear.py) decides from the option letters' log-probabilities and the
 #: program's evidence features (judge.decide.linear); doubtful "supported" verdicts go to
 #: review, and abstention statements ("the sources do not say …") are checked by the program
-#: (judge.decide.abstention). What was tried and not adopted is in research/README.md and
+#: (judge.assembly.abstention). What was tried and not adopted is in research/README.md and
 #: research/reports. The library defaults (batch, no signals) suit strong models, whose
 #: paraphrases a lexical-overlap rule would punish.
 EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
@@ -86,8 +74,9 @@ class JudgeConfig(BaseModel):
     #: "probe": like scores, but the program reads the model's hidden state for the claim and
     #: its located evidence (one forward pass, prompt ``probe_claim``) and a head fitted on
     #: human gold (``probe_head``) gives the labels' probabilities (judge.decide.probe).
-    strategy: Literal["batch", "per_claim", "scores", "probe"] = "batch"
-    #: Deterministic signals may override the model's label (see judge.decide.signals); the
+    #: The strategies are declared in judge.decide.registry (one place to add one).
+    strategy: str = "batch"
+    #: Deterministic signals may override the model's label (see judge.assembly.signals); the
     #: thresholds below were chosen on the tuning split only (research/README.md).
     signals: bool = False
     support_overlap_min: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -96,7 +85,7 @@ class JudgeConfig(BaseModel):
     contradiction_overlap_min: float = Field(default=0.0, ge=0.0, le=1.0)
     #: Abstention statements ("the sources do not say …") are checked by the program:
     #: silent sources → supported, a source sentence covering the topic → contradicted
-    #: (judge.decide.abstention).
+    #: (judge.assembly.abstention).
     abstention_check: bool = False
     abstention_covered_min: float = Field(default=0.6, ge=0.0, le=1.0)
     abstention_silent_max: float = Field(default=0.3, ge=0.0, le=1.0)
@@ -225,9 +214,12 @@ class JudgeConfig(BaseModel):
     @field_validator("prompts")
     @classmethod
     def _prompt_versions(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(PROMPTS))
+        from judge.decide.registry import prompt_owners
+
+        known = list(prompt_owners())
+        unknown = sorted(set(value) - set(known))
         if unknown:
-            raise ValueError(f"prompts names unknown prompts {unknown}; known: {list(PROMPTS)}")
+            raise ValueError(f"prompts names unknown prompts {unknown}; known: {known}")
         for name, version in value.items():
             if not re.fullmatch(r"v\d+", version):
                 raise ValueError(f"prompt {name!r}: version {version!r} is not like 'v2'")
@@ -252,38 +244,42 @@ class JudgeConfig(BaseModel):
             )
         return self
 
-    @model_validator(mode="after")
-    def _scores_only_settings(self) -> JudgeConfig:
-        if self.strategy != "scores" and self.score_model is not None:
-            raise ValueError(
-                f"score_model decides from option scores: it needs strategy 'scores', "
-                f"not {self.strategy!r}"
-            )
-        if self.strategy not in ("scores", "probe") and self.domain_rules:
-            raise ValueError(
-                f"domain_rules decide from option scores or a probe head: they need strategy "
-                f"'scores' or 'probe', not {self.strategy!r}"
-            )
-        kind = "probe_head" if self.strategy == "probe" else "score_model"
-        for name, rule in self.domain_rules.items():
-            if getattr(rule, kind) is None:
-                raise ValueError(f"domain_rules.{name}: strategy {self.strategy!r} needs a "
-                                 f"{kind} in each domain rule")
-        return self
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        from judge.decide.registry import spec_of
+
+        spec_of(value)  # ValueError naming the known strategies
+        return value
 
     @model_validator(mode="after")
-    def _probe_settings(self) -> JudgeConfig:
-        if self.strategy != "probe":
-            if self.probe_head is not None:
-                raise ValueError(f"probe_head reads hidden states: it needs strategy 'probe', "
-                                 f"not {self.strategy!r}")
-            return self
-        if self.probe_head is None:
+    def _strategy_settings(self) -> JudgeConfig:
+        """What the strategy's declaration (judge.decide.registry) asks of the config."""
+        from judge.decide.registry import names, spec_of, with_setting
+
+        spec = spec_of(self.strategy)
+        if self.score_model is not None and spec.rule_setting != "score_model":
             raise ValueError(
-                "strategy 'probe' needs a head: pin one as probe_head = {file = ..., sha256 = "
-                "...} (the embedded model's default profile pins one; 'judge fit' fits one for "
-                "another model)")
-        self.prompts.setdefault("probe_claim", PROBE_PROMPT)
+                f"score_model decides from option scores: it needs strategy "
+                f"{_either(with_setting('score_model'))}, not {self.strategy!r}"
+            )
+        if self.domain_rules and spec.rule_setting is None:
+            ruled = [n for n in names() if spec_of(n).rule_setting is not None]
+            raise ValueError(
+                f"domain_rules decide from option scores or a probe head: they need strategy "
+                f"{_either(ruled)}, not {self.strategy!r}"
+            )
+        for name, rule in self.domain_rules.items():
+            if getattr(rule, spec.rule_setting or "", None) is None:
+                raise ValueError(f"domain_rules.{name}: strategy {self.strategy!r} needs a "
+                                 f"{spec.rule_setting} in each domain rule")
+        if self.probe_head is not None and spec.rule_setting != "probe_head":
+            raise ValueError(f"probe_head reads hidden states: it needs strategy "
+                             f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
+        if spec.check is not None:
+            spec.check(self)
+        if spec.prompt_version is not None:
+            self.prompts.setdefault(spec.prompt, spec.prompt_version)
         return self
 
     @model_validator(mode="after")
@@ -309,19 +305,19 @@ class JudgeConfig(BaseModel):
 
     def rule_for(self, domain: str | None) -> tuple[str | None, JudgeConfig]:
         """The name of the rule that decides an answer of ``domain`` (None: the strategy
-        has no rule, it is not ``scores``) and the config to decide it with: this config for
-        the default rule, else a copy with the domain's ``score_model`` and
-        ``review_support_below``."""
-        if self.strategy not in ("scores", "probe"):
+        has no domain rules, its declaration names no ``rule_setting``) and the config to
+        decide it with: this config for the default rule, else a copy with the domain's
+        ``score_model`` or ``probe_head`` and ``review_support_below``."""
+        from judge.decide.registry import spec_of
+
+        setting = spec_of(self.strategy).rule_setting
+        if setting is None:
             return None, self
         rule = self.domain_rules.get(domain) if domain else None
         if rule is None or domain is None:
             return DEFAULT_RULE, self
-        update: dict[str, Any] = {"review_support_below": rule.review_support_below}
-        if self.strategy == "probe":
-            update["probe_head"] = rule.probe_head
-        else:
-            update["score_model"] = rule.score_model
+        update: dict[str, Any] = {"review_support_below": rule.review_support_below,
+                                  setting: getattr(rule, setting)}
         return domain, self.model_copy(update=update)
 
     @classmethod
@@ -366,6 +362,11 @@ class JudgeConfig(BaseModel):
             for name, value in fields.items()
             if name not in self.NEUTRAL or value != self.NEUTRAL[name]
         }
+
+
+def _either(strategies: list[str]) -> str:
+    """``'scores'``, ``'scores' or 'probe'``."""
+    return " or ".join(repr(n) for n in strategies)
 
 
 def _heads_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -8,10 +8,11 @@ located, the support probability when the strategy computes one).
   the program decides from the letters' log-probabilities (:mod:`judge.decide.linear`: the
   linear rule over them and the program's features).
 
-Helpers: :mod:`~judge.decide.excerpts` (evidence located by the program),
-:mod:`~judge.decide.signals` (deterministic overrides), :mod:`~judge.decide.abstention`
-(whether the sources really are silent). May import records, verdicts, checks, split,
-config and models; never store, review or evaluation.
+Each strategy is declared in :mod:`judge.decide.registry` (its class, its prompt, what it asks
+of the config): the one place to add one. Helpers: :mod:`~judge.decide.excerpts` (evidence
+located by the program). The program's corrections of a decided label (signals, the abstention
+check) belong to :mod:`judge.assembly`. May import records, verdicts, checks, split, config and
+models; never store, review or evaluation.
 """
 
 from __future__ import annotations
@@ -72,25 +73,9 @@ class PerClaim(StrategyBase):
         raise NotImplementedError
 
 
-#: The prompt each strategy asks (besides ``split_claims``).
-VERIFY_PROMPT = {"batch": "verify_claims", "per_claim": "label_claim", "scores": "choose_label",
-                 "probe": "probe_claim"}
-
-
 def strategy_for(config: JudgeConfig, client: ModelClient, root: Path) -> Strategy:
-    """The config's strategy, bound to a model client and the prompt templates."""
-    if config.strategy == "scores":
-        from judge.decide.scores import ScoresStrategy
+    """The config's strategy (declared in :mod:`judge.decide.registry`), bound to a model
+    client and the prompt templates."""
+    from judge.decide.registry import spec_of
 
-        return ScoresStrategy(config, client, root)
-    if config.strategy == "probe":
-        from judge.decide.probe import ProbeStrategy
-
-        return ProbeStrategy(config, client, root)
-    if config.strategy == "per_claim":
-        from judge.decide.per_claim import PerClaimStrategy
-
-        return PerClaimStrategy(config, client, root)
-    from judge.decide.batch import BatchStrategy
-
-    return BatchStrategy(config, client, root)
+    return spec_of(config.strategy).build(config, client, root)

@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping
 
 from judge.checks.claims import evidence_numbers_check
+from judge.checks.overlap import OPINION, evidence_overlap
 from judge.config.score_model import ScoreModel
 from judge.decide.excerpts import best_sentences
 from judge.decide.options import OPTIONS, TIE_ORDER, log_normalise, softmax
-from judge.decide.signals import OPINION, evidence_overlap
 from judge.records import AnswerRecord
 from judge.split.citations import strip_markers
 from judge.verdicts import LABELS, Evidence

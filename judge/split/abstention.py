@@ -1,6 +1,6 @@
 """Abstention statements ("the sources do not say …", 候選筆記未提及 …): recognising them and
 what they say the sources are silent about. Whether the sources really are silent is decided
-by :mod:`judge.decide.abstention`."""
+by :mod:`judge.assembly.abstention`."""
 
 from __future__ import annotations
 

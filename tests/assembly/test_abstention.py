@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from judge.api import judge_file
+from judge.assembly.abstention import check_abstention
 from judge.config import JudgeConfig
-from judge.decide.abstention import check_abstention
 from judge.records import AnswerRecord
 from judge.split.abstention import abstention_topic, looks_like_abstention
 from judge.store import Store

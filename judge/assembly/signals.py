@@ -1,4 +1,4 @@
-"""Deterministic signals that may override the judge model's label.
+"""Deterministic signals that may override the judge model's label (a step of the assembly).
 
 A small model says "supported" far too often (the embedded model's lenient rate was 68 % on
 the tuning split) and almost never "not_verifiable". Program rules, each recorded in the
@@ -19,32 +19,15 @@ tuning split of the external dev sets only.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from judge.checks.claims import evidence_numbers_check
+from judge.checks.overlap import OPINION, evidence_overlap
 from judge.records import AnswerRecord
-from judge.split.citations import strip_markers
-from judge.text import lexical_overlap
 from judge.verdicts import Evidence, Label
 
 if TYPE_CHECKING:
     from judge.config import JudgeConfig
-
-OPINION = re.compile(
-    r"\b(i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us|you|your|you're|love|like|liked|"
-    r"loves|favorite|favourite|think|believe|hope|wish|guess|feel|cool|fun|awesome|"
-    r"interesting|great|nice|amazing|wow|yeah|yes|oh|lol|haha|sounds|enjoy|glad|sorry|"
-    r"hello|hi)\b|我|你|喜歡|覺得|希望|認為|感覺|好玩|有趣",
-    re.IGNORECASE,
-)
-
-
-def evidence_overlap(claim_text: str, evidence: list[Evidence], record: AnswerRecord) -> float:
-    """Largest lexical overlap of the claim (markers stripped) with a verified evidence text."""
-    claim = strip_markers(claim_text, record.sources)
-    found = [e.quote for e in evidence if e.found and e.quote]
-    return max((lexical_overlap(claim, quote) for quote in found), default=0.0)
 
 
 def apply_signals(

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from judge.assembly.signals import apply_signals
 from judge.config import DEFAULT_MODEL, EMBEDDED_PROFILE, JudgeConfig
-from judge.decide.signals import apply_signals
 from judge.records import AnswerRecord
 from judge.verdicts import Evidence
 
