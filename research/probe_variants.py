@@ -15,7 +15,9 @@ Head variants on the ``--version`` vectors (the default head's prompt, ``probe_c
 * the L2 strength.
 
 Prompt variant: ``--other-version`` holds vectors of another prompt for a prefix of the same
-tuning file; both prompts are compared on exactly the claims the other one judged.
+tuning file; both prompts are compared on exactly the claims the other one judged, and so are
+two reads of each claim: one head on both vectors side by side (``both``) and the mean of the
+two heads' probabilities (``mean_of_two_heads``).
 
 Every figure is out of fold (10 folds grouped by source document or conversation,
 :func:`judge.fitting.split.folds_of`). ``check_weighted_ba`` weighs the out-of-fold verdicts
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from judge.evaluation.gold import load_gold  # noqa: E402
 from judge.fitting.items import load_items  # noqa: E402
+from judge.fitting.logistic import balanced_log_loss  # noqa: E402
 from judge.fitting.split import folds_of  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
@@ -156,6 +159,7 @@ def metrics(probs: np.ndarray, y: np.ndarray, ds: np.ndarray,
         "n": int(len(y)), "balanced_accuracy": ba(np.ones(len(y), dtype=bool)),
         "check_weighted_ba": round(float(weighted), 3),
         "contradicted_recall": round(float((pred[y == 1] == 1).mean()), 3),
+        "balanced_log_loss": round(balanced_log_loss(probs, y), 3),
         "per_dataset": {d: ba(ds == d) for d in sorted(set(ds.tolist()))},
     }
     return out
@@ -191,10 +195,13 @@ def main(argv: list[str] | None = None) -> int:
             same = {key: base[key][idx] for key in ("x", "y", "ds", "fold")}
             assert (same["y"] == other["y"]).all()
             report["prompts"] = {"other_version": args.other_version, "n": int(len(idx))}
+            both = {**other, "x": np.hstack([same["x"], other["x"]])}
             for lam in (300.0, 1000.0, 3000.0):
-                for name, data in (("v1", same), ("other", other)):
-                    fig = metrics(out_of_fold(data, lam, "label", "std", check), data["y"],
-                                  data["ds"], check)
+                oof = {name: out_of_fold(data, lam, "label", "std", check)
+                       for name, data in (("v1", same), ("other", other), ("both", both))}
+                oof["mean_of_two_heads"] = (oof["v1"] + oof["other"]) / 2
+                for name, probs in oof.items():
+                    fig = metrics(probs, other["y"], other["ds"], check)
                     report["prompts"][f"{name}/l2={lam:g}"] = fig
                     print(name, lam, json.dumps(fig), flush=True)
     text = json.dumps(report, indent=2, ensure_ascii=False)
