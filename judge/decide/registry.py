@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judge.config import JudgeConfig
+    from judge.config.versioned import VersionedSettings
     from judge.decide import Strategy
 
 #: What builds a strategy: ``(config, client, prompts root) -> Strategy``.
@@ -46,7 +47,7 @@ class StrategySpec:
     #: strategy has no domain rules
     rule_setting: str | None = None
     #: a further requirement on the config: raises ``ValueError`` saying what is missing
-    check: Callable[[JudgeConfig], None] | None = None
+    check: Callable[[VersionedSettings], None] | None = None
 
     def build(self, config: JudgeConfig, client: Any, root: Path) -> Strategy:
         """The strategy bound to a config, a model client and the prompt templates."""
@@ -100,7 +101,7 @@ def with_setting(setting: str) -> list[str]:
     return [s.name for s in _STRATEGIES.values() if s.rule_setting == setting]
 
 
-def _needs_probe_head(config: JudgeConfig) -> None:
+def _needs_probe_head(config: VersionedSettings) -> None:
     if config.probe_head is None:
         raise ValueError(
             "strategy 'probe' needs a head: pin one as probe_head = {file = ..., sha256 = "

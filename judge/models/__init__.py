@@ -2,7 +2,9 @@
 
 - :mod:`~judge.models.client`: every call through litellm (structured output through
   instructor, option log-probabilities for choice questions), stored whole and served from
-  the store when it repeats;
+  the store when it repeats; it composes :mod:`~judge.models.flow` (calls in flight,
+  budgets, rate limits, retries, the breaker), :mod:`~judge.models.accounting` (what the calls
+  used, who answered them) and :mod:`~judge.models.structured` (instructor);
 - :mod:`~judge.models.embedded`: the packaged offline default model behind a litellm provider;
 - :mod:`~judge.models.prompts`: versioned Jinja templates, sandboxed rendering, the manifest;
 - :mod:`~judge.models.schemas`: the structured outputs asked of a model;

@@ -37,54 +37,33 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from functools import cache  # noqa: E402
-from typing import Any, NoReturn, Protocol, TypeVar  # noqa: E402
+from typing import Any, Protocol, TypeVar  # noqa: E402
 
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig  # noqa: E402
-from judge.errors import JudgeError  # noqa: E402
 from judge.hashing import content_hash  # noqa: E402
-from judge.models.attempts import Attempts, backoff, is_transient, retry_after, root_message  # noqa: E402
-from judge.models.budget import Budget, BudgetSpent, Limits, Reservation, prompt_estimate  # noqa: E402
+from judge.models.accounting import Accounting, CallStats, describe  # noqa: E402
+from judge.models.attempts import Attempts  # noqa: E402
+from judge.models.budget import Budget, Limits, Reservation  # noqa: E402
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
 from judge.models.embedded import ModelUnavailable, model_unavailable  # noqa: E402
 from judge.models.embedding import EmbeddingCalls  # noqa: E402
-from judge.models.identity import same_model  # noqa: E402
+from judge.models.failures import CallFailed, ReplayMiss, RunStopped, replay_failure  # noqa: E402
+from judge.models.flow import CallFlow  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.models.providers import ensure_registered, provider_for  # noqa: E402
-from judge.models.ratelimit import RateLimiter  # noqa: E402
+from judge.models.structured import instructor_client, instructor_model, response_schema  # noqa: E402
 from judge.store import now  # noqa: E402
-from judge.text import estimate_tokens  # noqa: E402
+
+__all__ = [
+    "CallFailed", "CallStats", "CallStore", "Limits", "ModelClient", "ModelUnavailable",
+    "ReplayMiss", "RunStopped", "ensure_provider", "instructor_model", "response_schema",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
-
-
-class CallFailed(RuntimeError):
-    """A model call that produced no valid output (after bounded retries)."""
-
-    def __init__(self, message: str, call_id: str) -> None:
-        super().__init__(message)
-        self.call_id = call_id
-
-
-class ReplayMiss(RuntimeError):
-    """Replay needed a model output that is not in the store."""
-
-
-class RunStopped(JudgeError, RuntimeError):
-    """The run must stop now (the provider keeps failing, or a budget is spent). Raised out of
-    the pipeline, never turned into a verdict: what was not finished is judged on resume.
-    ``summary`` is the stopped run's summary and ``results`` what finished, once the runner
-    has recorded them (:func:`judge.judge_answers` raises it so)."""
-
-    def __init__(self, message: str, summary: Any = None, results: Any = None) -> None:
-        super().__init__(message)
-        self.summary = summary
-        self.results = results
 
 
 class CallStore(Protocol):
@@ -93,58 +72,6 @@ class CallStore(Protocol):
     def get_call(self, call_id: str) -> dict[str, Any] | None: ...
 
     def save_call(self, row: dict[str, Any], attempts: Any = ()) -> None: ...
-
-
-@dataclass
-class CallStats:
-    made: int = 0
-    cached: int = 0
-    failed: int = 0
-    #: HTTP requests sent (a call that was retried or re-asked counts each try)
-    attempts: int = 0
-    #: identical calls that waited for one already in flight instead of calling again
-    merged: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    model_mismatch: set[str] = field(default_factory=set)
-
-
-@cache
-def response_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A response model's JSON schema (built once per model)."""
-    return model.model_json_schema()
-
-
-def _remember_checked_models() -> None:
-    """instructor checks every response model for async validators on every call (walking all
-    its members, several times per call); a class that passed once passes again, so the check
-    runs once per class. Same result, applied process-wide, once."""
-    from instructor.v2.validation import async_validators
-
-    original = async_validators.reject_async_validators
-    if getattr(original, "_claim_judge_memo", False):
-        return
-    passed: set[type] = set()
-
-    def reject_async_validators(response_model: Any) -> None:
-        if isinstance(response_model, type) and response_model in passed:
-            return
-        original(response_model)
-        if isinstance(response_model, type):
-            passed.add(response_model)
-
-    reject_async_validators._claim_judge_memo = True  # type: ignore[attr-defined]
-    async_validators.reject_async_validators = reject_async_validators
-
-
-@cache
-def instructor_model(model: type[T]) -> type[T]:
-    """The response model as instructor uses it (its ``ResponseSchema`` subclass), made once:
-    instructor would otherwise create that class, and its JSON schema, on every call."""
-    from instructor.v2.core.function_calls import response_schema as wrap
-
-    return wrap(model)
 
 
 def ensure_provider(model: str) -> None:
@@ -157,15 +84,13 @@ def ensure_provider(model: str) -> None:
     ensure_registered(model)
 
 
-def _replay_failure(stored: dict[str, Any] | None, call_id: str, purpose: str) -> NoReturn:
-    """Replaying, a call not answered from the store: its stored error, else a miss."""
-    if stored and stored["error"]:
-        raise CallFailed(stored["error"], call_id)
-    raise ReplayMiss(f"no stored output for {purpose} call {call_id}")
-
-
 class ModelClient(EmbeddingCalls):
-    """Model calls with a store-backed cache. ``replay=True`` never calls a model."""
+    """Model calls with a store-backed cache. ``replay=True`` never calls a model.
+
+    The client makes and keys the calls; it composes what is not its own: the flow control
+    (:class:`~judge.models.flow.CallFlow`: calls in flight, budgets, rate limits, retries,
+    the breaker), the accounting (:class:`~judge.models.accounting.Accounting`) and the
+    instructor client (:mod:`judge.models.structured`)."""
 
     def __init__(self, config: JudgeConfig, store: CallStore | None, replay: bool = False,
                  limits: Limits | None = None) -> None:
@@ -173,22 +98,29 @@ class ModelClient(EmbeddingCalls):
         self.store = store
         self.replay = replay
         self.limits = limits or Limits()
-        self.stats = CallStats()
-        #: why the run stopped (every later call raises RunStopped), None while it runs
-        self.stopped: str | None = None
+        self.accounting = Accounting(config.model)
+        self.flow = CallFlow(config, Budget(self.limits, self.stats, config.model))
         #: call ids to make again although their stored output parses (--retry-errors)
         self.refresh: set[str] = set()
-        #: call id -> the model the provider said answered it (calls made or served here)
-        self.answered_as: dict[str, str] = {}
-        self._semaphore = asyncio.Semaphore(config.calls_in_flight())
-        self._rate = RateLimiter(config.rpm, config.tpm)
-        self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
-        self._budget = Budget(self.limits, self.stats, config.model)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
-        self._consecutive_failures = 0
         self._instructor: Any = None
         if not replay:
             ensure_provider(config.model)
+
+    @property
+    def stats(self) -> CallStats:
+        """What the calls of this client used (:class:`~judge.models.accounting.CallStats`)."""
+        return self.accounting.stats
+
+    @property
+    def answered_as(self) -> dict[str, str]:
+        """Call id -> the model the provider said answered it (calls made or served here)."""
+        return self.accounting.answered_as
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the run stopped (every later call raises RunStopped), None while it runs."""
+        return self.flow.stopped
 
     # -- identity -----------------------------------------------------------------------
 
@@ -278,13 +210,12 @@ class ModelClient(EmbeddingCalls):
                 and call_id not in self.refresh):
             try:
                 parsed = response_model.model_validate_json(stored["raw_output"])
-                self.stats.cached += 1
-                self._note_model(call_id, stored.get("model_answered"))
+                self.accounting.served(call_id, stored.get("model_answered"))
                 return parsed, call_id
             except ValidationError:
                 log.warning("stored output of %s no longer parses; calling again", call_id)
         if self.replay:
-            _replay_failure(stored, call_id, purpose)
+            replay_failure(stored, call_id, purpose)
         result: tuple[T, str] = await self._once(
             call_id, lambda held: self._structured_call(prompt, response_model, schema, call_id,
                                                         purpose, run_id, held.reasks),
@@ -293,18 +224,7 @@ class ModelClient(EmbeddingCalls):
 
     def _client(self) -> Any:
         if self._instructor is None:
-            import instructor
-            import litellm
-
-            litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
-            # instructor logs each failed try as an error; every try is recorded here instead
-            # (call_attempts), so its log would only repeat it on stderr
-            logging.getLogger("instructor").setLevel(logging.CRITICAL)
-            _remember_checked_models()
-            # async_client=True is what instructor detects at run time for acompletion; said
-            # explicitly so the type checker picks the AsyncInstructor overload.
-            self._instructor = instructor.from_litellm(
-                litellm.acompletion, mode=instructor.Mode.JSON_SCHEMA, async_client=True)
+            self._instructor = instructor_client()
         return self._instructor
 
     async def _structured_call(
@@ -328,7 +248,7 @@ class ModelClient(EmbeddingCalls):
         hooks.on("parse:error", attempts.parse_error)
         row = self._row(prompt, schema, call_id, purpose, run_id, self.params())
         started = time.perf_counter()
-        result, error = await self._retrying(
+        result, error = await self.flow.retrying(
             lambda: client.create_with_completion(
                 model=self.config.model,
                 # plain {"role", "content"} dicts: what OpenAI's message TypedDicts are at run time
@@ -340,11 +260,11 @@ class ModelClient(EmbeddingCalls):
                 **self.params(),
                 **self.endpoint(),
             ),
-            call_id, self._rate_tokens(prompt, self.config.max_tokens),
+            call_id, self.flow.rate_tokens(prompt, self.config.max_tokens),
         )
         parsed: T | None = result[0] if result is not None else None
         latency = (time.perf_counter() - started) * 1000
-        row.update(self._describe(attempts.responses))
+        row.update(describe(attempts.responses))
         if row.get("finish_reason") == "length":
             parsed = None
             error = "truncated output (finish_reason=length); raise max_tokens or shorten input"
@@ -375,11 +295,10 @@ class ModelClient(EmbeddingCalls):
         stored = self.store.get_call(call_id) if self.store else None
         scores = None if call_id in self.refresh else stored_scores(stored, options)
         if scores is not None:
-            self.stats.cached += 1
-            self._note_model(call_id, stored.get("model_answered") if stored else None)
+            self.accounting.served(call_id, stored.get("model_answered") if stored else None)
             return scores, call_id
         if self.replay:
-            _replay_failure(stored, call_id, purpose)
+            replay_failure(stored, call_id, purpose)
         result: tuple[dict[str, float], str] = await self._once(
             call_id,
             lambda _: self._choice_call(prompt, options, schema, call_id, purpose, run_id,
@@ -410,8 +329,8 @@ class ModelClient(EmbeddingCalls):
                 timeout=self.config.timeout_s, **params, **self.endpoint()))
 
         scores = None
-        response, error = await self._retrying(send, call_id, self._rate_tokens(prompt, 1))
-        row.update(self._describe(attempts.responses))
+        response, error = await self.flow.retrying(send, call_id, self.flow.rate_tokens(prompt, 1))
+        row.update(describe(attempts.responses))
         if response is not None:
             try:
                 scores = option_logprobs(response, options)
@@ -440,12 +359,12 @@ class ModelClient(EmbeddingCalls):
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inflight[call_id] = future
         try:
-            async with self._semaphore:
-                held = self._check_limits(prompt, completion, reasks)
+            async with self.flow.slots:
+                held = self.flow.reserve(prompt, completion, reasks)
                 try:
                     result = await make(held)
                 finally:
-                    self._budget.release(held)
+                    self.flow.release(held)
                 self.refresh.discard(call_id)
         except BaseException as exc:
             future.set_exception(exc)
@@ -457,57 +376,9 @@ class ModelClient(EmbeddingCalls):
         finally:
             del self._inflight[call_id]
 
-    def _stop(self, reason: str) -> RunStopped:
-        self.stopped = self.stopped or reason
-        return RunStopped(self.stopped)
-    def _rate_tokens(self, prompt: RenderedPrompt, completion: int) -> int:
-        """What a request counts against ``tpm``: the prompt (estimated) and its output limit."""
-        if self._rate.tokens is None:
-            return 0
-        return sum(estimate_tokens(m["content"]) for m in prompt.messages) + completion
-
-    def _check_limits(self, prompt: RenderedPrompt | None = None, completion: int = 0,
-                      reasks: int = 0) -> Reservation:
-        """Reserve a call's share of the budgets (:class:`judge.models.budget.Budget`), or
-        stop the run when it does not fit."""
-        if self.stopped:
-            raise RunStopped(self.stopped)
-        try:
-            return self._budget.reserve(prompt_estimate(prompt), completion, reasks)
-        except BudgetSpent as exc:
-            raise self._stop(str(exc)) from None
-
     def stop_reason(self) -> str | None:
         """Why the run stopped, with a budget's final numbers."""
-        return self._budget.message() or self.stopped
-
-    async def _retrying(
-        self, call: Callable[[], Awaitable[R]], call_id: str = "", tokens: int = 0
-    ) -> tuple[R | None, str | None]:
-        """(result, None) or (None, error): transient provider errors are tried again after
-        a backoff, up to ``retries`` times; every other failure is returned at once. Each try
-        waits for the rate limits first."""
-        error = None
-        transient = False
-        for attempt in range(1, self.config.retries + 2):
-            if self._rate.active:
-                reserved = await self._rate.acquire(tokens)
-                self._reserved[call_id] = self._reserved.get(call_id, 0) + reserved
-            try:
-                result = await call()
-            except Exception as exc:  # fail closed: every failure is recorded
-                error = root_message(exc)
-                transient = is_transient(exc)
-                if transient and attempt <= self.config.retries:
-                    await asyncio.sleep(backoff(attempt, retry_after(exc),
-                                                self.config.backoff_s))
-                    continue
-                break
-            self._consecutive_failures = 0
-            return result, None
-        if transient:
-            self._consecutive_failures += 1
-        return None, error
+        return self.flow.stop_reason()
 
     def _finish(self, row: dict[str, Any], attempts: Attempts, latency_ms: float,
                 parsed: dict[str, Any] | None, error: str | None) -> None:
@@ -515,74 +386,13 @@ class ModelClient(EmbeddingCalls):
         tries; account for it, and stop the run when the provider keeps failing."""
         row.update({"parsed": parsed, "error": error, "latency_ms": round(latency_ms, 1),
                     "attempts": max(1, len(attempts.rows)), "created_at": now()})
-        self._account(row, attempts, ok=parsed is not None)
+        self.accounting.made(row, len(attempts.rows), ok=parsed is not None)
         used = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
-        self._rate.settle(self._reserved.pop(row["id"], 0), used)
+        self.flow.settle(row["id"], used)
         if self.store:
             self.store.save_call(row, attempts.rows)
-        if self._consecutive_failures >= self.config.breaker_after:
-            raise self._stop(
-                f"the provider failed {self._consecutive_failures} calls in a row (last: "
-                f"{row.get('error')}); stopped so as not to turn a whole batch into judge "
-                "errors. Run the same command again to resume when it is back."
-            )
-
-    def _describe(self, responses: list[Any]) -> dict[str, Any]:
-        """The last response's output and model; tokens and cost summed over every response
-        (a re-asked call pays for each)."""
-        if not responses:
-            return {"raw_output": None, "model_answered": None, "finish_reason": None}
-        response = responses[-1]
-        choice = response.choices[0] if getattr(response, "choices", None) else None
-        prompt_tokens = completion_tokens = 0
-        costs: list[float | None] = []
-        import litellm
-
-        for each in responses:
-            usage = getattr(each, "usage", None)
-            prompt_tokens += getattr(usage, "prompt_tokens", None) or 0
-            completion_tokens += getattr(usage, "completion_tokens", None) or 0
-            # litellm prices every response it returns (in its hidden params): used as is
-            known = (getattr(each, "_hidden_params", None) or {}).get("response_cost")
-            if known is not None:
-                costs.append(float(known))
-                continue
-            try:
-                costs.append(float(litellm.completion_cost(completion_response=each)))
-            except Exception:  # unknown models have no price; cost stays unknown
-                costs.append(None)
-        cost = None if None in costs else sum(c for c in costs if c is not None)
-        return {
-            "raw_output": getattr(getattr(choice, "message", None), "content", None),
-            "model_answered": getattr(response, "model", None),
-            "system_fingerprint": getattr(response, "system_fingerprint", None),
-            "finish_reason": getattr(choice, "finish_reason", None),
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "cost": cost,
-        }
-
-    def _account(self, row: dict[str, Any], attempts: Attempts, ok: bool) -> None:
-        self.stats.made += 1
-        self.stats.attempts += max(1, len(attempts.rows))
-        self.stats.failed += 0 if ok else 1
-        self.stats.prompt_tokens += row.get("prompt_tokens") or 0
-        self.stats.completion_tokens += row.get("completion_tokens") or 0
-        self.stats.cost += row.get("cost") or 0.0
-        self._note_model(row["id"], row.get("model_answered"))
-
-    def _note_model(self, call_id: str, answered: str | None) -> None:
-        if not answered:
-            return
-        self.answered_as[call_id] = answered
-        if not same_model(answered, self.config.model):
-            if answered not in self.stats.model_mismatch:
-                log.warning(
-                    "provider answered with model %r, pinned %r", answered, self.config.model
-                )
-            self.stats.model_mismatch.add(answered)
+        self.flow.check_breaker(row.get("error"))
 
     def answered_by_other(self, call_ids: list[str]) -> list[str]:
         """The models other than the pinned one that answered any of these calls."""
-        return sorted({self.answered_as[c] for c in call_ids if c in self.answered_as
-                       and not same_model(self.answered_as[c], self.config.model)})
+        return self.accounting.answered_by_other(call_ids)

@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from judge.models.attempts import Attempts
+from judge.models.failures import CallFailed, replay_failure
 from judge.models.prompts import RenderedPrompt
 from judge.models.vectors import encode, raw_vector, response_vector, stored_vector
 
@@ -41,8 +42,6 @@ class EmbeddingCalls:
         template) as a float16 vector, and the call id. Stored with the call, so replay and
         ``judge fit`` read it with no model call. A provider that returns no vector, or an
         impossible one, fails closed (``CallFailed``)."""
-        from judge.models.client import _replay_failure
-
         client = cast("ModelClient", self)
         schema = EMBED_SCHEMA
         params: dict[str, Any] = {}
@@ -50,11 +49,10 @@ class EmbeddingCalls:
         stored = client.store.get_call(call_id) if client.store else None
         vector = None if call_id in client.refresh else stored_vector(stored)
         if vector is not None:
-            client.stats.cached += 1
-            client._note_model(call_id, stored.get("model_answered") if stored else None)
+            client.accounting.served(call_id, stored.get("model_answered") if stored else None)
             return vector, call_id
         if client.replay:
-            _replay_failure(stored, call_id, purpose)
+            replay_failure(stored, call_id, purpose)
         result: tuple[Any, str] = await client._once(
             call_id, lambda _: client._embed_call(prompt, schema, call_id, purpose, run_id, params),
             prompt, 0)
@@ -65,8 +63,6 @@ class EmbeddingCalls:
         run_id: str | None, params: dict[str, Any],
     ) -> tuple[Any, str]:
         import litellm
-
-        from judge.models.client import CallFailed
 
         client = cast("ModelClient", self)
         litellm.suppress_debug_info = True
@@ -83,7 +79,8 @@ class EmbeddingCalls:
                 max_retries=NO_SDK_RETRIES, **client.endpoint()))
 
         vector = None
-        response, error = await client._retrying(send, call_id, client._rate_tokens(prompt, 0))
+        response, error = await client.flow.retrying(send, call_id,
+                                                      client.flow.rate_tokens(prompt, 0))
         if response is not None:
             usage = getattr(response, "usage", None)
             row.update({

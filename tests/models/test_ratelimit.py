@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from judge.api import judge_answers
-from judge.config import JudgeConfig
+from judge.config import JudgeConfig, OperationalSettings
 from judge.models.ratelimit import Bucket, RateLimiter
 from tests.fakes import FakeLLM
 
@@ -93,4 +93,4 @@ def test_calls_in_flight_default_to_four_per_answer_in_flight() -> None:
     assert JudgeConfig(model="fake/x", concurrency=8).calls_in_flight() == 32
     assert JudgeConfig(model="fake/x", call_concurrency=3).calls_in_flight() == 3
     fields: dict[str, Any] = {"rpm": 1, "tpm": 1, "call_concurrency": 1}
-    assert set(fields) <= set(JudgeConfig.OPERATIONAL)
+    assert set(fields) <= set(OperationalSettings.model_fields)

@@ -104,6 +104,6 @@ def test_each_worker_keeps_an_even_share_of_the_rate_limits() -> None:
 
     config = JudgeConfig(model="openai/judge-model", rpm=120, tpm=60_000)
     worker = JudgeWorker(config.share(2).model_dump_json(), None)
-    limiter = worker.pipeline.client._rate
+    limiter = worker.pipeline.client.flow.rate
     assert limiter.requests is not None and limiter.requests.capacity == 60
     assert limiter.tokens is not None and limiter.tokens.capacity == 30_000

@@ -1,0 +1,106 @@
+"""What lets a model call go, and what stops a run: at most ``call_concurrency`` calls in
+flight, each reserving its share of the budgets (:mod:`judge.models.budget`) before it is
+sent; every HTTP attempt waiting for the provider's rate limits (:mod:`judge.models.ratelimit`);
+transient failures tried again after a backoff, at most ``retries`` times; and the breaker,
+which stops the run after ``breaker_after`` consecutive calls that failed at the provider.
+Once the run is stopped (the breaker, or a budget spent), every later call raises
+:class:`~judge.models.failures.RunStopped` at once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from judge.config.operations import OperationalSettings
+from judge.models.attempts import backoff, is_transient, retry_after, root_message
+from judge.models.budget import Budget, BudgetSpent, Reservation, prompt_estimate
+from judge.models.failures import RunStopped
+from judge.models.prompts import RenderedPrompt
+from judge.models.ratelimit import RateLimiter
+from judge.text import estimate_tokens
+
+R = TypeVar("R")
+
+
+class CallFlow:
+    """The flow control of one client, by its operational ``settings`` and ``budget``."""
+
+    def __init__(self, settings: OperationalSettings, budget: Budget) -> None:
+        self.settings = settings
+        self.budget = budget
+        self.slots = asyncio.Semaphore(settings.calls_in_flight())
+        self.rate = RateLimiter(settings.rpm, settings.tpm)
+        self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
+        self.consecutive_failures = 0
+        #: why the run stopped (every later call raises RunStopped), None while it runs
+        self.stopped: str | None = None
+
+    def stop(self, reason: str) -> RunStopped:
+        self.stopped = self.stopped or reason
+        return RunStopped(self.stopped)
+
+    def stop_reason(self) -> str | None:
+        """Why the run stopped, with a budget's final numbers."""
+        return self.budget.message() or self.stopped
+
+    def reserve(self, prompt: RenderedPrompt | None = None, completion: int = 0,
+                reasks: int = 0) -> Reservation:
+        """Reserve a call's share of the budgets (:class:`judge.models.budget.Budget`), or
+        stop the run when it does not fit."""
+        if self.stopped:
+            raise RunStopped(self.stopped)
+        try:
+            return self.budget.reserve(prompt_estimate(prompt), completion, reasks)
+        except BudgetSpent as exc:
+            raise self.stop(str(exc)) from None
+
+    def release(self, reservation: Reservation) -> None:
+        self.budget.release(reservation)
+
+    def rate_tokens(self, prompt: RenderedPrompt, completion: int) -> int:
+        """What a request counts against ``tpm``: the prompt (estimated) and its output limit."""
+        if self.rate.tokens is None:
+            return 0
+        return sum(estimate_tokens(m["content"]) for m in prompt.messages) + completion
+
+    async def retrying(
+        self, call: Callable[[], Awaitable[R]], call_id: str = "", tokens: int = 0
+    ) -> tuple[R | None, str | None]:
+        """(result, None) or (None, error): transient provider errors are tried again after
+        a backoff, up to ``retries`` times; every other failure is returned at once. Each try
+        waits for the rate limits first."""
+        error = None
+        transient = False
+        for attempt in range(1, self.settings.retries + 2):
+            if self.rate.active:
+                reserved = await self.rate.acquire(tokens)
+                self._reserved[call_id] = self._reserved.get(call_id, 0) + reserved
+            try:
+                result = await call()
+            except Exception as exc:  # fail closed: every failure is recorded
+                error = root_message(exc)
+                transient = is_transient(exc)
+                if transient and attempt <= self.settings.retries:
+                    await asyncio.sleep(backoff(attempt, retry_after(exc),
+                                                self.settings.backoff_s))
+                    continue
+                break
+            self.consecutive_failures = 0
+            return result, None
+        if transient:
+            self.consecutive_failures += 1
+        return None, error
+
+    def settle(self, call_id: str, used: int) -> None:
+        """A call's answer is in: the rate-limit tokens it held, against what it used."""
+        self.rate.settle(self._reserved.pop(call_id, 0), used)
+
+    def check_breaker(self, last_error: str | None) -> None:
+        """Stop the run when the provider has failed ``breaker_after`` calls in a row."""
+        if self.consecutive_failures >= self.settings.breaker_after:
+            raise self.stop(
+                f"the provider failed {self.consecutive_failures} calls in a row (last: "
+                f"{last_error}); stopped so as not to turn a whole batch into judge "
+                "errors. Run the same command again to resume when it is back."
+            )

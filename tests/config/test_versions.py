@@ -1,0 +1,178 @@
+"""The judge version ids of existing configs (the compatibility contract: computed at e3687f2,
+before the versioned and operational settings became two types), and which settings make the
+version: the fields of :class:`VersionedSettings`, never those of :class:`OperationalSettings`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge import version_of
+from judge.config import (
+    JudgeConfig,
+    OperationalSettings,
+    VersionedSettings,
+    judge_version,
+    load_config,
+)
+from judge.config.versioned import neutral_values
+from judge.verdicts import LABELS
+
+ROOT = Path(__file__).resolve().parents[2]
+QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+FILES = {
+    "judge/config/profiles/embedded.toml": f"{QWEN}@326cd9733150",
+    "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
+    "research/configs/fit_per_domain.toml": f"{QWEN}@ed6e7fa4c5d8",
+    "research/configs/fit_per_domain_first244_preliminary.toml": f"{QWEN}@2fc1035b2655",
+    "research/configs/per_claim.toml": f"{QWEN}@acf471ac53bc",
+    "research/configs/probe_v1.toml": f"{QWEN}@326cd9733150",
+    "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
+    "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
+    "research/configs/scores_v1_abstention.toml": f"{QWEN}@a938768a2d7b",
+    "research/configs/scores_v1_bias_only.toml": f"{QWEN}@9aab8b30bf83",
+    "research/configs/scores_v1_linear.toml": f"{QWEN}@30b89ca9b24a",
+    "research/configs/scores_v1_linear_t244.toml": f"{QWEN}@adc0208a17f4",
+    "research/configs/scores_v1_linear_t244_text.toml": f"{QWEN}@d5cd53d81137",
+    "research/configs/scores_v1_linear_t374.toml": f"{QWEN}@7fbea14a94e7",
+    "research/configs/scores_v1_linear_t868_text.toml": f"{QWEN}@932b237955e6",
+    "research/configs/scores_v2_raw.toml": f"{QWEN}@8909dc6c5ff4",
+}
+
+#: the tests' config (tests/conftest.py) and its id
+BASE: dict[str, Any] = {"model": "fake/x", "retries": 1, "timeout_s": 30, "strategy": "batch",
+                        "signals": False}
+BASE_ID = "x@963af5d2e43b"
+
+#: one versioned setting changed from BASE, and the id it gives
+CHANGED: dict[str, tuple[Any, str]] = {
+    "temperature": (0.5, "x@4e1f536e634d"),
+    "seed": (3, "x@3626a613f36a"),
+    "max_tokens": (2000, "x@fe870224ead2"),
+    "prompts": ({"split_claims": "v1", "verify_claims": "v1"}, "x@e5d66821217f"),
+    "schema_version": ("2", "x@7729bdc0e9fe"),
+    "signals": (True, "x@e788b4b54aff"),
+    "support_overlap_min": (0.4, "x@65f8ba57a543"),
+    "opinion_overlap_max": (0.2, "x@6b0b7da79356"),
+    "numbers_overlap_min": (0.3, "x@77a746cf50e1"),
+    "contradiction_overlap_min": (0.5, "x@fddb77ec2fa0"),
+    "abstention_check": (True, "x@29b5feedeef8"),
+    "abstention_covered_min": (0.7, "x@c1ef99b442f7"),
+    "abstention_silent_max": (0.2, "x@d8b002312cee"),
+    "review_strength_below": (0.1, "x@e7600427efc3"),
+    "label_bias": ({"supported": -1.0}, "x@4edcf7b50f88"),
+    "review_support_below": (0.3, "x@9e21a84a1c82"),
+    "verify_batch_size": (7, "x@1b98d881b4d8"),
+    "max_claims_per_answer": (12, "x@07e8aa885546"),
+    "require_generator": (True, "x@cbafd6182bc8"),
+    "context_tokens": (32000, "x@7061b8516ceb"),
+    "one_call": (True, "x@1f4b02f01fca"),
+}
+
+#: one operational setting changed from BASE: the id stays BASE_ID
+OPERATIONAL_CHANGES: dict[str, Any] = {
+    "api_base": "http://x", "timeout_s": 9.0, "retries": 4, "reasks": 2, "backoff_s": 2.0,
+    "breaker_after": 9, "concurrency": 3, "call_concurrency": 5, "rpm": 10, "tpm": 1000,
+}
+
+SCORE_MODEL = {"weights": {label: {"overlap": 1.0} for label in LABELS},
+               "intercept": {label: 0.0 for label in LABELS}}
+SCORES: dict[str, Any] = {**BASE, "strategy": "scores",
+                          "prompts": {"split_claims": "v2", "choose_label": "v1"}}
+PROBE: dict[str, Any] = {**BASE, "strategy": "probe", "prompts": {"split_claims": "v2"},
+                         "probe_head": {"file": "builtin:uniform.json", "sha256": "ab" * 32}}
+
+#: configs of the other strategies and their rules, and their ids
+OTHERS: dict[str, tuple[dict[str, Any], str]] = {
+    "per_claim": ({**BASE, "strategy": "per_claim", "signals": True,
+                   "prompts": {"split_claims": "v1", "label_claim": "v1"}}, "x@b77ccd93921b"),
+    "scores": (SCORES, "x@4b3478c39161"),
+    "scores+excerpts": ({**SCORES, "excerpts": "answer"}, "x@caa61b90b9c8"),
+    "scores+score_model": ({**SCORES, "score_model": SCORE_MODEL}, "x@8392d3263471"),
+    "scores+domain_rules": ({**SCORES, "domain_rules": {"legal": {
+        "score_model": SCORE_MODEL, "review_support_below": 0.4}}}, "x@cee819b73242"),
+    "probe": (PROBE, "x@b1c2e5b38d72"),
+    "probe+domain": ({**PROBE, "domain_rules": {"legal": {
+        "probe_head": {"file": "/x/h.json", "sha256": "cd" * 32},
+        "review_support_below": 0.2}}}, "x@14925656d3d6"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_the_configs_in_the_repository_keep_their_version_ids(name: str) -> None:
+    assert version_of(JudgeConfig.load(ROOT / name)) == FILES[name]
+
+
+def test_every_config_file_is_pinned() -> None:
+    found = {str(p.relative_to(ROOT)) for p in [*ROOT.glob("judge/config/profiles/*.toml"),
+                                                 *ROOT.glob("research/configs/*.toml")]}
+    assert found == set(FILES)
+
+
+def test_the_defaults_keep_their_version_ids() -> None:
+    assert version_of(JudgeConfig()) == f"{QWEN}@7046a89609f7"
+    assert version_of(load_config(None)) == f"{QWEN}@326cd9733150"
+    assert version_of(JudgeConfig.model_validate(BASE)) == BASE_ID
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_each_versioned_setting_keeps_its_part_in_the_id(name: str) -> None:
+    value, expected = CHANGED[name]
+    assert version_of(JudgeConfig.model_validate({**BASE, name: value})) == expected
+
+
+@pytest.mark.parametrize("name", sorted(OTHERS))
+def test_the_other_strategies_keep_their_version_ids(name: str) -> None:
+    data, expected = OTHERS[name]
+    assert version_of(JudgeConfig.model_validate(data)) == expected
+
+
+def test_a_domain_rule_keeps_its_version_id() -> None:
+    config = JudgeConfig.model_validate({**SCORES, "score_model": SCORE_MODEL, "domain_rules": {
+        "legal": {"score_model": SCORE_MODEL, "review_support_below": 0.4}}})
+    assert version_of(config.rule_for("legal")[1]) == "x@2b58ddf98e85"
+
+
+def test_operational_settings_leave_the_id_alone() -> None:
+    assert set(OPERATIONAL_CHANGES) == set(OperationalSettings.model_fields)
+    for name, value in OPERATIONAL_CHANGES.items():
+        assert version_of(JudgeConfig.model_validate({**BASE, name: value})) == BASE_ID, name
+
+
+def test_every_field_is_in_exactly_one_of_the_two_types() -> None:
+    versioned, operational = set(VersionedSettings.model_fields), set(OperationalSettings.model_fields)
+    assert not versioned & operational
+    assert set(JudgeConfig.model_fields) == versioned | operational
+    # every versioned field changes the id when it leaves its default
+    exercised = {"model"} | set(CHANGED) | {"strategy", "excerpts", "score_model",
+                                            "domain_rules", "probe_head"}
+    assert exercised == versioned
+
+
+def test_the_version_is_a_function_of_the_versioned_part_alone() -> None:
+    hashes = {"split_claims/v2": "aa", "verify_claims/v2": "bb"}
+    config = JudgeConfig.model_validate({**BASE, "concurrency": 7, "signals": True})
+    assert judge_version(config.versioned, hashes) == judge_version(config, hashes)
+    assert config.versioned.versioned_fields() == config.versioned_fields()
+    assert config.operations.concurrency == 7
+    again = JudgeConfig(**config.versioned.model_dump(), **config.operations.model_dump())
+    assert again == config
+
+
+def test_neutral_values_are_the_defaults() -> None:
+    # a field at its neutral value is left out of the hash (it was added after the first
+    # versions were published); the neutral value is the behaviour from before it existed
+    neutral = neutral_values()
+    assert neutral == JudgeConfig.NEUTRAL
+    assert set(neutral) == {"contradiction_overlap_min", "abstention_check",
+                            "abstention_covered_min", "abstention_silent_max", "label_bias",
+                            "review_support_below", "score_model", "domain_rules",
+                            "require_generator", "context_tokens", "excerpts", "one_call",
+                            "probe_head"}
+    for name, value in neutral.items():
+        assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
+            == value
+        assert name not in JudgeConfig.model_validate(BASE).versioned_fields()
