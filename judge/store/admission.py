@@ -62,7 +62,8 @@ class Admission:
     decision: Decision
     #: why the record is rejected (``conflict``, ``misruled``)
     reason: str | None = None
-    #: ``judge``: the run replaces the judge version's verdicts with a ``judge_error``
+    #: ``judge``: the answer's stored verdicts of the version include a ``judge_error``; the
+    #: run judges it again and its result replaces them
     redo: bool = False
     #: ``redo``: the calls behind those errors (the last call of each: the one that failed)
     refresh: frozenset[str] = frozenset()
