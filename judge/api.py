@@ -37,6 +37,7 @@ from judge.hashing import content_hash
 from judge.models.client import RunStopped
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
+from judge.runs.admission import InputRefused
 from judge.runs.batch import BatchInput, Progress, run_batch
 from judge.runs.loop import run_sync
 from judge.runs.options import JudgeOptions, ResolvedOptions
@@ -227,23 +228,22 @@ def _judge(
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     cfg = _config(config, concurrency=options.concurrency)
+    offset = 1 if what == "record" else 0
     with _store(db) as store:
-        if on_error == "raise":
-            problems = [RecordProblem(index=i.line, reason=i.error)
-                        for i in batch.items if isinstance(i, RejectedLine)]
-            problems += [RecordProblem(index=i.line, reason=conflict)
-                         for i in batch.items if isinstance(i, AcceptedLine)
-                         and (conflict := store.answer_conflict(i.record))]
-            if problems:
-                raise RecordsError(sorted(problems, key=lambda p: p.index), what)
-        if what == "record":  # stored line numbers are 1-based positions
+        if offset:  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)
-        summary = run_sync(run_batch(batch, store, cfg, progress=options.progress,
-                                     purpose=purpose, limits=options.limits,
-                                     retry_errors=options.retry_errors,
-                                     executor=spread.executor, ray_address=spread.ray_address,
-                                     workers=spread.workers))
+        try:
+            summary = run_sync(run_batch(batch, store, cfg, progress=options.progress,
+                                         purpose=purpose, limits=options.limits,
+                                         retry_errors=options.retry_errors,
+                                         executor=spread.executor,
+                                         ray_address=spread.ray_address,
+                                         workers=spread.workers, strict=on_error == "raise"))
+        except InputRefused as refused:  # invalid lines, ids stored with other content
+            raise RecordsError(sorted((RecordProblem(index=line - offset, reason=why)
+                                       for line, why in refused.problems),
+                                      key=lambda p: p.index), what) from None
         results = JudgeResults(_results(store, summary, batch.items, what), summary,
                                store.path)
         if summary.stopped:

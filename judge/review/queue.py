@@ -22,7 +22,7 @@ break ties), then the sampled passes; ``priority`` orders by category
 alone. Measured on gold, the risk order puts far more of the human-rejected claims in the first
 quarter or half of the queue (the ``queue_budget`` figures of a calibration report), which is
 what counts when people cannot read the whole queue. Categories and reasons name the judge's
-label, so blind views show :func:`blind_reasons` instead.
+label, so blind views show neither (:mod:`judge.review.blind`).
 """
 
 from __future__ import annotations
@@ -243,16 +243,6 @@ def reading_positions(rows: Iterable[dict[str, Any]], order: str = ORDERS[0],
                           row["claim_id"]))
     keyed.sort()
     return {claim_id: position for position, (_, claim_id) in enumerate(keyed, start=1)}
-
-
-def blind_reasons(reasons: Iterable[str]) -> list[str]:
-    """Reasons without the judge's label: ``label:<x>`` becomes ``judge_flagged``."""
-    out: list[str] = []
-    for reason in reasons:
-        shown = "judge_flagged" if reason.startswith("label:") else reason
-        if shown not in out:
-            out.append(shown)
-    return out
 
 
 # -- building -------------------------------------------------------------------------------------

@@ -9,9 +9,12 @@ Answers are judged in this process or spread over Ray workers (:mod:`judge.runs.
 the store is written here either way.
 
 Every record stands alone: a failure while checking, judging or storing one record becomes
-that record's rejection or a ``judge_error`` verdict, and the batch goes on. A run claims each
-answer before judging it (:mod:`judge.store.leases`), so concurrent runs on one store share
-the work, and an id stored with different content is rejected whichever run comes first.
+that record's rejection or a ``judge_error`` verdict, and the batch goes on. Whether a record
+is judged, taken from the store, left to another run or rejected is decided in one place
+(:mod:`judge.runs.admission`): a look at the whole input before the run, a claim with a lease
+before each answer is judged, so concurrent runs on one store share the work, and an id stored
+with different content is rejected whichever run comes first. An answer's result (its row,
+claims, verdicts, the release of its lease) is written by one store call in one transaction.
 When the model client stops the run (the circuit breaker, a budget), answers in flight finish
 or are left for the resume, the run is recorded as ``stopped`` with what finished, and
 :attr:`RunSummary.stopped` says why. ``retry_errors`` judges again the answers whose stored
@@ -37,11 +40,12 @@ from judge.models.budget import Limits
 from judge.models.client import CallStore, ModelClient, RunStopped
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
+from judge.runs.admission import Gate, InputRefused, RuleOf
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
-from judge.store.leases import LEASE_SECONDS, new_holder
+from judge.store.leases import LEASE_SECONDS
 from judge.version import register
 
 log = logging.getLogger(__name__)
@@ -87,17 +91,16 @@ def _why(exc: BaseException) -> str:
 
 
 class _Run:
-    """One invocation of a batch: the pipeline, the lease holder, what is left and why it
+    """One invocation of a batch: the pipeline, its admissions, what is left and why it
     stopped."""
 
-    def __init__(self, store: Store, pipeline: Pipeline, run_id: str, retry_errors: bool,
-                 progress: Progress | None, lease_s: float, runner: Executor,
-                 buffer: WriteBuffer, domain_of: Callable[[AnswerRecord], str | None]) -> None:
+    def __init__(self, store: Store, pipeline: Pipeline, run_id: str, gate: Gate,
+                 progress: Progress | None, runner: Executor, buffer: WriteBuffer,
+                 domain_of: Callable[[AnswerRecord], str | None]) -> None:
         self.store, self.pipeline, self.run_id = store, pipeline, run_id
         self.runner, self.buffer, self.domain_of = runner, buffer, domain_of
         self.version = pipeline.judge_version
-        self.retry_errors, self.progress, self.lease_s = retry_errors, progress, lease_s
-        self.holder = new_holder()
+        self.gate, self.progress = gate, progress
         self.stopped: str | None = None
         self.held: list[AcceptedLine] = []
         self.done = self.total = self.judged_now = self.retried = 0
@@ -117,38 +120,32 @@ class _Run:
         async with semaphore:
             if self.stopped:
                 return
-            record = item.record
             try:
-                claim = self.store.claim_answer(self.run_id, self.holder, self.version, record,
-                                                redo_errors=self.retry_errors, ttl=self.lease_s)
-            except AnswerConflict as exc:
-                self.reject(item.line, str(exc))
-                self.step()
-                return
+                admission = self.gate.claim(item.record, self.run_id)
             except Exception as exc:
                 self.reject(item.line, f"cannot claim the answer: {_why(exc)}")
                 self.step()
                 return
-            if claim == "held":
+            if admission.rejected:
+                self.reject(item.line, admission.reason or admission.decision)
+                self.step()
+            elif admission.decision == "held":
                 self.held.append(item)
-                return
-            if claim == "done":
+            elif admission.decision == "done":
                 self._link(item)
-                return
-            await self._judge(item)
+            else:
+                await self._judge(item, admission.redo, admission.refresh)
 
-    async def _judge(self, item: AcceptedLine) -> None:
+    async def _judge(self, item: AcceptedLine, redo: bool, refresh: frozenset[str]) -> None:
         record, pipeline = item.record, self.pipeline
-        redo = self.store.answer_done(self.version, record.answer_id)
-        if redo:
-            pipeline.client.refresh |= self.store.error_calls(self.version, record.answer_id)
+        pipeline.client.refresh |= refresh  # a retry makes the calls behind its errors again
         result: JudgedAnswer | None = None
         try:
             result = await self.runner.judge(record, self.run_id, self.buffer,
                                              self.domain_of(record))
         except RunStopped as exc:
             self.stopped = self.stopped or str(exc)
-            self.store.release_leases(self.holder, record.answer_id)
+            self.gate.release(record.answer_id)
             return
         except Exception as exc:  # fail closed: this answer is a judge_error, the batch goes on
             error = f"unexpected error while judging: {_why(exc)}"
@@ -157,7 +154,7 @@ class _Run:
                 result = pipeline.failed(record, error)
             except Exception as exc:
                 self.reject(item.line, f"cannot judge the record: {_why(exc)}")
-                self.store.release_leases(self.holder, record.answer_id)
+                self.gate.release(record.answer_id)
                 self.step()
                 return
         done = result
@@ -170,9 +167,10 @@ class _Run:
         self.buffer.add_answer(write, self.step)  # reported once committed
 
     def _persist(self, item: AcceptedLine, result: JudgedAnswer, redo: bool) -> None:
+        holder = self.gate.holder
         try:
             persist(self.store, self.run_id, item.line, self.version, result, redo=redo,
-                    holder=self.holder)
+                    holder=holder)
             return
         except AnswerConflict as exc:
             self.reject(item.line, str(exc))
@@ -180,11 +178,11 @@ class _Run:
             try:  # what could not be stored becomes a judge_error, if that can be stored
                 failed = self.pipeline.failed(item.record, f"cannot store the result: {_why(exc)}")
                 persist(self.store, self.run_id, item.line, self.version, failed, redo=redo,
-                        holder=self.holder)
+                        holder=holder)
                 return
             except Exception as again:
                 self.reject(item.line, f"cannot store the record: {_why(again)}")
-        self.store.release_leases(self.holder, item.record.answer_id)
+        self.gate.release(item.record.answer_id)
 
     def _link(self, item: AcceptedLine, counted: bool = True) -> None:
         try:
@@ -198,9 +196,9 @@ class _Run:
 
     async def heartbeat(self) -> None:
         while True:
-            await asyncio.sleep(self.lease_s / 3)
+            await asyncio.sleep(self.gate.lease_s / 3)
             with contextlib.suppress(Exception):  # a busy store: again at the next beat
-                self.store.renew_leases(self.holder, self.lease_s)
+                self.gate.renew()
 
     async def committer(self) -> None:
         """Commit finished answers on a timer, not only when the next one finishes."""
@@ -224,54 +222,38 @@ async def run_batch(
     executor: ExecutorName = "local",
     ray_address: str | None = None,
     workers: int | None = None,
+    strict: bool = False,
 ) -> RunSummary:
     """``executor="ray"`` spreads the answers over ``workers`` Ray workers
-    (:mod:`judge.runs.ray_executor`); the store is written here either way."""
+    (:mod:`judge.runs.ray_executor`); the store is written here either way. ``strict``:
+    raise :class:`~judge.runs.admission.InputRefused` before the run starts when a line is
+    invalid or an answer id is stored with different content (else those lines are
+    rejected and the rest is judged)."""
     budgets = limits is not None and limits != Limits()
     if executor != "local" and (retry_errors or budgets):
         raise ValueError("--retry-errors and budgets work with the local executor only")
     started = time.perf_counter()
     buffer = WriteBuffer(store)
     pipeline = build_pipeline(config, store, limits=limits, calls=buffer)
+    gate = Gate(store, pipeline.judge_version, _rules(pipeline, batch), retry_errors, lease_s)
+    screened = gate.screen(batch.items)
+    if strict and screened.refused:
+        raise InputRefused(screened.refused)
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
         code=code_fingerprint(),
     )
     runner: Executor = LocalExecutor(pipeline, config)
-    run = _Run(store, pipeline, run_id, retry_errors, progress, lease_s, runner, buffer,
-               batch.domain)
-    todo: list[AcceptedLine] = []
-    for item in batch.items:
-        if isinstance(item, RejectedLine):
-            run.reject(item.line, item.error)
-            continue
-        try:
-            conflict = store.answer_conflict(item.record)
-        except Exception as exc:
-            conflict = f"cannot check the record against the store: {_why(exc)}"
-        if conflict:
-            run.reject(item.line, conflict)
-            continue
-        try:
-            conflict = _rule_conflict(store, pipeline, item.record, batch.domain(item.record))
-        except Exception as exc:
-            conflict = f"cannot check the answer's rule against the store: {_why(exc)}"
-        if conflict:
-            run.reject(item.line, conflict)
-            continue
+    run = _Run(store, pipeline, run_id, gate, progress, runner, buffer, batch.domain)
+    for line, error in screened.rejected:
+        run.reject(line, error)
+    todo = screened.todo
+    for item in (*screened.done, *todo):
         summary.answers += 1
         summary.missing_generator += int(item.record.generator is None)
-        answer_id = item.record.answer_id
-        try:
-            done = store.answer_done(pipeline.judge_version, answer_id) and not (
-                retry_errors and store.has_judge_errors(pipeline.judge_version, answer_id))
-        except Exception:
-            done = False
-        if done:  # taken from the store at once; the rest is claimed before it is judged
-            run._link(item, counted=False)
-        else:
-            todo.append(item)
+    for item in screened.done:  # taken from the store at once; the rest is claimed when judged
+        run._link(item, counted=False)
     run.total = len(todo)
     if progress:
         progress(0, run.total)
@@ -292,7 +274,7 @@ async def run_batch(
         committer.cancel()
         runner.close()
         buffer.flush()
-        store.release_leases(run.holder)
+        gate.release()
     summary.answers_judged_now = run.judged_now
     summary.retried_answers = run.retried
     summary.answers_from_store = len(run.from_store)
@@ -331,22 +313,16 @@ def _executor(
     raise ValueError(f"executor must be 'local' or 'ray', not {name!r}")
 
 
-def _rule_conflict(
-    store: Store, pipeline: Pipeline, record: AnswerRecord, domain: str | None
-) -> str | None:
-    """An error message when this judge version already decided the answer with another
-    rule than its domain now selects (its stored verdicts would be reused otherwise)."""
-    if not pipeline.config.domain_rules:
-        return None
-    wanted = pipeline.rule_name(domain)
-    stored = {r for r in store.verdict_rules(pipeline.judge_version, record.answer_id) if r}
-    if stored and stored != {wanted}:
-        return (
-            f"answer {record.answer_id!r} was judged by {pipeline.judge_version} with rule "
-            f"{', '.join(sorted(stored))}; its domain {domain!r} now selects rule {wanted!r}; "
-            "give the answer a new id to judge it again"
-        )
-    return None
+def _rules(pipeline: Pipeline, batch: BatchInput) -> RuleOf:
+    """Record -> (the rule its domain selects, its domain); the rule only when the config has
+    domain rules (an answer judged with another rule is then rejected, not reused)."""
+    ruled = bool(pipeline.config.domain_rules)
+
+    def rule_of(record: AnswerRecord) -> tuple[str | None, str | None]:
+        domain = batch.domain(record)
+        return (pipeline.rule_name(domain) if ruled else None), domain
+
+    return rule_of
 
 
 def persist(

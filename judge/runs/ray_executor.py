@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from judge.config import JudgeConfig
 from judge.models.client import CallStats, ModelClient, RunStopped
+from judge.models.providers import provider_for
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AnswerRecord
 from judge.store.calls import CallReader
@@ -125,8 +126,10 @@ class RayExecutor:
         # expands ${...} from each worker's own environment
         code = str(Path(__file__).resolve().parents[2])
         env = {"PYTHONPATH": code + os.pathsep + "${PYTHONPATH}"}
-        if config.model.startswith("embedded/") and "CLAIM_JUDGE_THREADS" not in os.environ:
-            env["CLAIM_JUDGE_THREADS"] = str(max(1, (os.cpu_count() or 1) // count))
+        provider = provider_for(config.model)  # an in-process model computes on the worker
+        threads = provider.threads_env if provider is not None else None
+        if threads is not None and threads not in os.environ:
+            env[threads] = str(max(1, (os.cpu_count() or 1) // count))
         actor = ray.remote(num_cpus=1)(JudgeWorker).options(
             runtime_env={"env_vars": env}, max_concurrency=max(1, config.concurrency))
         self.actors: list[Any] = [actor.remote(share.model_dump_json(),

@@ -13,19 +13,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from judge.store.admission import Admission, AdmissionMixin, AnswerConflict, Lease
 from judge.store.answers import AnswersMixin
 from judge.store.base import StoreError, dumps, now, record_sha, verdict_id
 from judge.store.calls import CallsMixin
-from judge.store.leases import AnswerConflict, LeasesMixin
 from judge.store.queues import QueuesMixin
 from judge.store.reviews import ReviewsMixin
 from judge.store.runs import RunsMixin
 
-__all__ = ["AnswerConflict", "Store", "StoreError", "dumps", "now", "opened", "record_sha",
-           "verdict_id"]
+__all__ = ["Admission", "AnswerConflict", "Lease", "Store", "StoreError", "dumps", "now",
+           "opened", "record_sha", "verdict_id"]
 
 
-class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, LeasesMixin):
+class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, AdmissionMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from judge.fingerprint import code_fingerprint
 from judge.records import AnswerRecord
+from judge.store.admission import AdmissionMixin, AnswerConflict
 from judge.store.base import dumps, now, record_sha, verdict_id
-from judge.store.leases import AnswerConflict, conflict_message
 from judge.store.runs import RunsMixin
 from judge.verdicts import Claim, Verdict
 
@@ -18,30 +18,9 @@ from judge.verdicts import Claim, Verdict
 _JSON_COLUMNS = ("evidence", "checks", "review_reasons", "call_ids", "citations")
 
 
-class AnswersMixin(RunsMixin):
-    """Reads runs (a run's judge version), so it builds on :class:`RunsMixin`."""
-
-    def answer_conflict(self, record: AnswerRecord) -> str | None:
-        """An error message when this answer id is stored with different content."""
-        row = next(
-            self.db.query("select record_sha256 from answers where id = ?", [record.answer_id]),
-            None,
-        )
-        if row and row["record_sha256"] != record_sha(record):
-            return conflict_message(record.answer_id)
-        return None
-
-    def answer_done(self, judge_version: str, answer_id: str) -> bool:
-        row = next(
-            self.db.query(
-                "select 1 from run_answers ra join runs r on r.id = ra.run_id "
-                "where r.judge_version = ? and ra.answer_id = ? "
-                "and ra.status in ('judged', 'refused') limit 1",
-                [judge_version, answer_id],
-            ),
-            None,
-        )
-        return row is not None
+class AnswersMixin(RunsMixin, AdmissionMixin):
+    """Reads runs (a run's judge version), so it builds on :class:`RunsMixin`; refuses an id
+    stored with other content as admission does (:class:`AdmissionMixin`)."""
 
     def link_answer(
         self, run_id: str, answer_id: str, line: int, judge_version: str
@@ -81,12 +60,6 @@ class AnswersMixin(RunsMixin):
                         (row["run_id"], row["answer_id"]), {"reproduced_by": dumps([*known, code])}
                     )
 
-    def verdict_rules(self, judge_version: str, answer_id: str) -> set[str | None]:
-        """The decision rules recorded on an answer's verdicts by one judge version."""
-        return {r["rule"] for r in self.db.query(
-            "select distinct rule from verdicts where judge_version = ? and answer_id = ?",
-            [judge_version, answer_id])}
-
     def backfill_support(self, values: dict[str, float]) -> None:
         """Set the ``support`` of verdicts (by id) that were stored without one."""
         with self.transaction():
@@ -113,23 +86,23 @@ class AnswersMixin(RunsMixin):
     ) -> None:
         """Everything about one answer in one transaction: a kill leaves all or nothing.
 
-        Raises :class:`~judge.store.leases.AnswerConflict` (and writes nothing) when the id
-        is stored with different content, checked inside the write transaction, so whichever
-        run comes first wins. ``redo`` (a retry of an answer with ``judge_error`` verdicts)
-        replaces the judge version's earlier claims and verdicts of the answer, keeping the
-        verdicts in ``superseded_verdicts``. ``holder``'s lease on the answer is released."""
-        stamp = now()
+        Raises :class:`~judge.store.admission.AnswerConflict` (and writes nothing) when the
+        id is stored with different content, checked inside the write transaction (a lease
+        can lapse), so whichever run comes first wins. ``redo`` (a retry of an answer with
+        ``judge_error`` verdicts) replaces the judge version's earlier claims and verdicts of
+        the answer, keeping the verdicts in ``superseded_verdicts``. ``holder``'s lease on the
+        answer is released."""
+        stamp, sha = now(), record_sha(record)
         with self.transaction():
-            stored = self.one("select record_sha256 from answers where id = ?",
-                              [record.answer_id])
-            if stored is not None and stored["record_sha256"] != record_sha(record):
-                raise AnswerConflict(conflict_message(record.answer_id))
+            conflict = self.content_conflict(record, sha)
+            if conflict:
+                raise AnswerConflict(conflict)
             if redo:
                 self._supersede(judge_version, record.answer_id, run_id, stamp)
             self.db.table("answers").insert(
                 {
                     "id": record.answer_id,
-                    "record_sha256": record_sha(record),
+                    "record_sha256": sha,
                     "question": record.question,
                     "answer": record.answer,
                     "generator": record.generator,

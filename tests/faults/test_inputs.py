@@ -21,7 +21,7 @@ from judge.models.choices import stored_scores
 from judge.models.prompts import render
 from judge.records import parse_line
 from judge.records.strictjson import JSONLimitError, check_value, loads, nesting_depth
-from judge.store import AnswerConflict, Store
+from judge.store import AnswerConflict, Lease, Store
 from judge.store.leases import new_holder
 from tests.fakes import FakeLLM, Reply, rule_responder, split_sentences_of
 
@@ -243,9 +243,11 @@ def test_an_id_stored_with_other_content_is_refused_inside_the_write(
     with pytest.raises(AnswerConflict):
         store.save_answer_result(run_id, 1, other, "v", [], [], status="judged")
     assert store.count("select count(*) from claims") == before
-    with pytest.raises(AnswerConflict):
-        store.claim_answer(run_id, new_holder(), "v", other)
-    assert JudgedAnswer  # the runner turns both into a rejected line
+    for lease in (None, Lease(run_id, new_holder())):  # a look and a claim alike
+        admission = store.admit(other, "v", lease=lease)
+        assert admission.decision == "conflict" and admission.rejected
+        assert "different content" in (admission.reason or "")
+    assert JudgedAnswer  # the runner turns each into a rejected line
 
 
 def test_leases_are_shared_taken_over_when_dead_or_expired(store: Store) -> None:
@@ -253,17 +255,21 @@ def test_leases_are_shared_taken_over_when_dead_or_expired(store: Store) -> None
 
     record = AnswerRecord.model_validate(rec(1))
     run_id, _ = store.start_run("v", "x", "sha")
-    mine, theirs = new_holder(), new_holder()
-    assert store.claim_answer(run_id, mine, "v", record) == "claimed"
-    assert store.claim_answer(run_id, theirs, "v", record) == "held"  # live, this process
+    mine, theirs = Lease(run_id, new_holder()), Lease(run_id, new_holder())
+
+    def claim(lease: Lease, record: AnswerRecord = record) -> str:
+        return store.admit(record, "v", lease=lease).decision
+
+    assert claim(mine) == "judge"
+    assert claim(theirs) == "held"  # live, this process
+    assert store.admit(record, "v").decision == "judge"  # a look takes no lease
     changed = AnswerRecord.model_validate(rec(1, "Paris is in Spain [S1]."))
-    with pytest.raises(AnswerConflict):  # another content while the lease lives
-        store.claim_answer(run_id, theirs, "v", changed)
+    assert claim(theirs, changed) == "conflict"  # another content while the lease lives
     store.db.execute("update answer_leases set pid = ?", [_dead_pid()])
-    assert store.claim_answer(run_id, theirs, "v", record) == "claimed"  # holder died
+    assert claim(theirs) == "judge"  # holder died
     store.db.execute("update answer_leases set expires_at = ?", [time.time() - 1])
-    assert store.claim_answer(run_id, mine, "v", record) == "claimed"  # expired
-    store.release_leases(mine)
+    assert claim(mine) == "judge"  # expired
+    store.release_leases(mine.holder)
     assert store.count("select count(*) from answer_leases") == 0
 
 

@@ -210,6 +210,15 @@ def test_register_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
     assert litellm._custom_providers.count(embedded.PROVIDER) == 1
 
 
+def test_the_registry_names_the_embedded_runtime_and_its_threads() -> None:
+    from judge.models.providers import provider_for
+
+    provider = provider_for(embedded.EMBEDDED_MODEL)
+    assert provider is not None and provider.name == embedded.PROVIDER
+    assert provider.threads_env == embedded.ENV_THREADS  # what a Ray worker is given
+    assert provider_for("openai/gpt-4.1") is None
+
+
 class FakeRuntime:
     def __init__(self, answer: dict[str, Any] | Exception) -> None:
         self.answer = answer

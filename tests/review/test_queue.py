@@ -19,7 +19,6 @@ from judge.review.export import to_jsonl
 from judge.review.queue import (
     QueueError,
     QueueOptions,
-    blind_reasons,
     build_queue,
     get_queue,
     priority_order,
@@ -241,12 +240,6 @@ def test_a_queue_can_span_runs(known: Store, tmp_path: Path, fake_llm: FakeLLM) 
     assert both.run_ids == [first, second]
     items = {i["answer_id"] for i in queue_items(known, both.queue_id)}
     assert "more-1" in items and "nis-0" in items
-
-
-def test_blind_reasons_never_name_the_label() -> None:
-    assert blind_reasons(["label:contradicted", "check:numbers_match", "label:x"]) == [
-        "judge_flagged", "check:numbers_match",
-    ]
 
 
 def test_queue_cli_build_list_export_import(known: Store, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import sqlite_utils
 
 from judge.config import JudgeConfig
 from judge.records import AnswerRecord
-from judge.store import Store
+from judge.store import Lease, Store
 from judge.store.migrations import MIGRATIONS
 from judge.verdicts import Claim, Verdict
 from tests.fakes import FakeLLM
@@ -28,6 +28,34 @@ def test_answer_result_is_all_or_nothing(store: Store) -> None:
         store.save_answer_result(run_id, 1, REC, "v@1", [claim], [bad], status="judged")
     for table in ("answers", "sources", "claims", "answer_claims", "verdicts", "run_answers"):
         assert store.db[table].count == 0, table
+
+
+def test_one_admission_decides_done_redo_misruled_and_conflict(store: Store) -> None:
+    """The one decision every run takes per record: a look and a claim agree; a retry of an
+    answer with a judge_error is judged again with the call behind the error made anew."""
+    run_id, _ = store.start_run("v@1", "in.jsonl", "sha")
+    claim = Claim(id="c1", answer_id="a", index=0, text="401")
+    error = Verdict(claim_id="c1", answer_id="a", judge_version="v@1", label="judge_error",
+                    call_ids=["call-1", "call-2"], rule="default")
+    assert store.admit(REC, "v@1").decision == "judge"
+    store.save_answer_result(run_id, 1, REC, "v@1", [claim], [error], status="judged")
+    lease = Lease(run_id, "me")
+    assert store.admit(REC, "v@1").decision == "done"
+    assert store.admit(REC, "v@1", lease=lease).decision == "done"
+    assert store.count("select count(*) from answer_leases") == 0  # done: no lease taken
+    retry = store.admit(REC, "v@1", retry_errors=True, lease=lease)
+    assert (retry.decision, retry.redo, retry.refresh) == ("judge", True, {"call-2"})
+    assert store.count("select count(*) from answer_leases") == 1
+    moved = store.admit(REC, "v@1", rule="support", domain="support")
+    assert moved.decision == "misruled" and moved.rejected
+    assert "now selects rule 'support'" in (moved.reason or "")
+    assert store.admit(REC, "v@1", rule="default").decision == "done"
+    assert store.admit(REC, "v@2", rule="support").decision == "judge"  # another version
+    changed = AnswerRecord.model_validate({**REC.model_dump(by_alias=True), "answer": "403"})
+    assert store.admit(changed, "v@2").decision == "conflict"
+    store.save_answer_result(run_id, 1, REC, "v@1", [claim], [error], status="judged",
+                             redo=True, holder="me")  # the result releases the lease
+    assert store.count("select count(*) from answer_leases") == 0
 
 
 def test_migrations_are_recorded_once_even_when_opened_concurrently(tmp_path: Path) -> None:
