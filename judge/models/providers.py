@@ -22,15 +22,18 @@ class InProcessProvider:
     #: the runtime reuses the KV cache of a prompt prefix shared by several calls
     #: (:mod:`judge.models.shared_prefix`), so whether it did is part of a call's identity
     shared_prefix: bool = False
-    #: the environment variable that sets how many CPU threads the runtime computes with (a
-    #: Ray worker is given its share of the machine's cores); None: it computes elsewhere
-    threads_env: str | None = None
+    #: the runtime computes on this machine's CPU cores, as many threads as
+    #: :data:`THREADS_ENV` says (a Ray worker is given its share of the cores)
+    computes_here: bool = False
 
+
+#: the environment variable that sets how many CPU threads an in-process runtime computes with
+THREADS_ENV = "CLAIM_JUDGE_THREADS"
 
 #: every in-process provider, by name
 PROVIDERS: dict[str, InProcessProvider] = {
     "embedded": InProcessProvider("embedded", "judge.models.embedded_provider",
-                                  shared_prefix=True, threads_env="CLAIM_JUDGE_THREADS"),
+                                  shared_prefix=True, computes_here=True),
 }
 
 

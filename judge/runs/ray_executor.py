@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from judge.config import JudgeConfig
 from judge.models.client import CallStats, ModelClient, RunStopped
-from judge.models.providers import provider_for
+from judge.models.providers import THREADS_ENV, provider_for
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AnswerRecord
 from judge.store.calls import CallReader
@@ -127,9 +127,8 @@ class RayExecutor:
         code = str(Path(__file__).resolve().parents[2])
         env = {"PYTHONPATH": code + os.pathsep + "${PYTHONPATH}"}
         provider = provider_for(config.model)  # an in-process model computes on the worker
-        threads = provider.threads_env if provider is not None else None
-        if threads is not None and threads not in os.environ:
-            env[threads] = str(max(1, (os.cpu_count() or 1) // count))
+        if provider is not None and provider.computes_here and THREADS_ENV not in os.environ:
+            env[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // count))
         actor = ray.remote(num_cpus=1)(JudgeWorker).options(
             runtime_env={"env_vars": env}, max_concurrency=max(1, config.concurrency))
         self.actors: list[Any] = [actor.remote(share.model_dump_json(),

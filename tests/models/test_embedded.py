@@ -211,11 +211,11 @@ def test_register_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_registry_names_the_embedded_runtime_and_its_threads() -> None:
-    from judge.models.providers import provider_for
+    from judge.models.providers import THREADS_ENV, provider_for
 
     provider = provider_for(embedded.EMBEDDED_MODEL)
     assert provider is not None and provider.name == embedded.PROVIDER
-    assert provider.threads_env == embedded.ENV_THREADS  # what a Ray worker is given
+    assert provider.computes_here and THREADS_ENV == embedded.ENV_THREADS  # a Ray worker's share
     assert provider_for("openai/gpt-4.1") is None
 
 
