@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parent
@@ -43,7 +42,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from judge.evaluation.gold import load_gold  # noqa: E402
 from judge.fitting.items import load_items  # noqa: E402
-from judge.fitting.logistic import balanced_log_loss  # noqa: E402
+from judge.fitting.logistic import balanced_log_loss, fit_standardised  # noqa: E402
 from judge.fitting.split import folds_of  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
@@ -94,26 +93,6 @@ def weights(y: np.ndarray, ds: np.ndarray, mode: str, check: Counter[tuple[str, 
     raise ValueError(mode)
 
 
-def fit_weighted(z: np.ndarray, y: np.ndarray, w: np.ndarray, lam: float) -> np.ndarray:
-    n, d = z.shape
-    z1 = np.hstack([z, np.ones((n, 1))])
-    onehot = np.eye(K)[y]
-
-    def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
-        m = flat.reshape(d + 1, K)
-        s = z1 @ m
-        s -= s.max(1, keepdims=True)
-        p = np.exp(s)
-        p /= p.sum(1, keepdims=True)
-        value = -(w * np.log(p[np.arange(n), y] + 1e-12)).sum() + lam * (m[:-1] ** 2).sum()
-        grad = z1.T @ ((p - onehot) * w[:, None])
-        grad[:-1] += 2 * lam * m[:-1]
-        return float(value), grad.ravel()
-
-    out: np.ndarray = minimize(loss, np.zeros((d + 1) * K), jac=True, method="L-BFGS-B").x
-    return out.reshape(d + 1, K)
-
-
 def features(train: np.ndarray, test: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
     if how == "l2n":
         train = train / np.linalg.norm(train, axis=1, keepdims=True)
@@ -136,7 +115,8 @@ def out_of_fold(data: dict[str, Any], lam: float, mode: str, how: str,
     for f in sorted(set(fold.tolist())):
         held, rest = fold == f, fold != f
         z_rest, z_held = features(x[rest], x[held], how)
-        m = fit_weighted(z_rest, y[rest], weights(y[rest], ds[rest], mode, check), lam)
+        m = fit_standardised(z_rest, y[rest], lam,
+                             weight=weights(y[rest], ds[rest], mode, check))
         s = np.hstack([z_held, np.ones((int(held.sum()), 1))]) @ m
         s -= s.max(1, keepdims=True)
         probs[held] = np.exp(s) / np.exp(s).sum(1, keepdims=True)

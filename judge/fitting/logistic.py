@@ -48,19 +48,22 @@ def matrix(values: Features, names: Sequence[str]) -> np.ndarray:
 
 
 def fit_standardised(z: np.ndarray, y: np.ndarray, lam: float,
-                     center: np.ndarray | None = None, start: np.ndarray | None = None
-                     ) -> np.ndarray:
-    """Class-balanced, L2-penalised multinomial logistic regression on standardised features
-    ``z`` (n x d): the weights (d x labels) and, in the last row, the intercepts. The penalty
-    pulls the weights (not the intercepts) toward ``center`` (default 0)."""
+                     center: np.ndarray | None = None, start: np.ndarray | None = None,
+                     weight: np.ndarray | None = None) -> np.ndarray:
+    """L2-penalised multinomial logistic regression on standardised features ``z`` (n x d):
+    the weights (d x labels) and, in the last row, the intercepts. Each item weighs
+    ``weight`` (default: class-balanced). The penalty pulls the weights (not the intercepts)
+    toward ``center`` (default 0)."""
     n, d = z.shape
     k = len(LABELS)
     z1 = np.hstack([z, np.ones((n, 1))])
     center = np.zeros((d, k)) if center is None else center
     start = np.zeros((d + 1) * k) if start is None else start
-    present = [c for c in range(k) if (y == c).any()]
-    weight = np.array([1.0 / np.mean(y == c) if c in present else 0.0 for c in range(k)])[y]
-    weight /= weight.mean()
+    if weight is None:
+        present = [c for c in range(k) if (y == c).any()]
+        weight = np.array([1.0 / np.mean(y == c) if c in present else 0.0
+                           for c in range(k)])[y]
+        weight /= weight.mean()
     onehot = np.eye(k)[y]
 
     def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
