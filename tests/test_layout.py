@@ -24,6 +24,18 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def imported(node: ast.Import | ast.ImportFrom, package: str, known: set[str]) -> set[str]:
+    """The modules an import statement of a module in ``package`` names (``from a import b``:
+    ``a.b`` when that is a known module, else ``a``; relative imports resolved)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    base = node.module or ""
+    if node.level:
+        base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                        + ([base] if base else []))
+    return {full if (full := f"{base}.{alias.name}") in known else base for alias in node.names}
+
+
 def import_time_imports(path: Path, name: str, known: set[str]) -> set[str]:
     """Project modules a module imports when it is imported (not inside functions, not under
     ``if TYPE_CHECKING``)."""
@@ -39,16 +51,8 @@ def import_time_imports(path: Path, name: str, known: set[str]) -> set[str]:
                 visit(node.body)
                 visit(getattr(node, "orelse", []))
                 continue
-            if isinstance(node, ast.Import):
-                out.update(a.name for a in node.names if a.name in known)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                    + ([base] if base else []))
-                for alias in node.names:
-                    full = f"{base}.{alias.name}"
-                    out.add(full if full in known else base)
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                out.update(imported(node, package, known))
     visit(tree.body)
     return {m for m in out if m in known and m != name}
 
@@ -114,16 +118,10 @@ def all_imports(path: Path, name: str, known: set[str]) -> set[str]:
             self.generic_visit(node)
 
         def visit_Import(self, node: ast.Import) -> None:
-            out.update(a.name for a in node.names)
+            out.update(imported(node, package, known))
 
         def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([base] if base else []))
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                out.add(full if full in known else base)
+            out.update(imported(node, package, known))
 
     Visitor().visit(tree)
     return {m for m in out if m in known and m != name}
