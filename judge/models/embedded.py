@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.models.providers import THREADS_ENV
 from judge.models.shared_prefix import PrefixCache
 
 __all__ = [
@@ -90,7 +91,6 @@ DEFAULT_N_CTX = 8192
 ENV_CACHE = "CLAIM_JUDGE_CACHE"
 ENV_GGUF = "CLAIM_JUDGE_GGUF"
 ENV_N_CTX = "CLAIM_JUDGE_N_CTX"
-ENV_THREADS = "CLAIM_JUDGE_THREADS"
 ENV_PROMPT_CACHE = "CLAIM_JUDGE_PROMPT_CACHE"
 
 #: ``progress(done_bytes, total_bytes)``
@@ -478,7 +478,7 @@ def load(progress: ProgressCallback | None = None) -> RuntimeInfo:
             else:
                 gguf_id = f"gguf-sha256-{MODEL_SHA256[:16]}"
             n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
-            n_threads = _int_env(ENV_THREADS, _default_threads())
+            n_threads = _int_env(THREADS_ENV, _default_threads())
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
             _runtime = _Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache)
         return _runtime.info
