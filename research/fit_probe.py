@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "name": args.name,
         "model": data.config.model,
         **({"gguf_sha256": MODEL_SHA256} if packaged else {}),
+        **({"layers": data.config.probe_layers} if data.config.probe_layers else {}),
         "prompt": f"probe_claim/{data.config.prompts['probe_claim']}",
         "vectors_from": data.version,
         "fitted_on": {"gold": shown_path(args.gold), "gold_sha256": gold.sha256,

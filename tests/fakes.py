@@ -245,10 +245,10 @@ class FakeLLM(CustomLLM):
         return self._reply(model, messages, kwargs.get("optional_params") or {})
 
     def embedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
-        return _embed(self, model, list(input))
+        return _embed(self, model, list(input), kwargs.get("optional_params") or {})
 
     async def aembedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
-        return _embed(self, model, list(input))
+        return _embed(self, model, list(input), kwargs.get("optional_params") or {})
 
     async def acompletion(
         self, model: str, messages: list, *args: Any, **kwargs: Any
@@ -256,13 +256,13 @@ class FakeLLM(CustomLLM):
         return self._reply(model, messages, kwargs.get("optional_params") or {})
 
 
-def _embed(fake: FakeLLM, model: str, inputs: list[Any]) -> Any:
+def _embed(fake: FakeLLM, model: str, inputs: list[Any], params: dict[str, Any]) -> Any:
     from litellm.types.utils import EmbeddingResponse
 
     data = []
     for index, text in enumerate(inputs):
         fake.calls.append({"model": model, "messages": [{"role": "user", "content": text}],
-                           "schema": EMBED, "params": {}})
+                           "schema": EMBED, "params": dict(params)})
         out = fake.embedder(str(text))
         if isinstance(out, Exception):
             raise out

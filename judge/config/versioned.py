@@ -131,6 +131,11 @@ class VersionedSettings(BaseModel):
     one_call: Annotated[bool, Neutral(False)] = False
     #: "probe": the head that maps the hidden state to the labels (file and sha256).
     probe_head: Annotated[ProbeHeadRef | None, Neutral(None)] = None
+    #: "probe" with the embedded provider: read the hidden state after the model's first N
+    #: transformer blocks instead of the last (judge.models.gguf_layers); None: all blocks.
+    #: An earlier layer is also N/L of the forward pass's time. The head must have been
+    #: fitted on vectors of the same layer.
+    probe_layers: Annotated[int | None, Neutral(None)] = Field(default=None, ge=1, le=1024)
 
     @field_validator("prompts")
     @classmethod
@@ -197,6 +202,12 @@ class VersionedSettings(BaseModel):
         if self.probe_head is not None and spec.rule_setting != "probe_head":
             raise ValueError(f"probe_head reads hidden states: it needs strategy "
                              f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
+        if self.probe_layers is not None and spec.rule_setting != "probe_head":
+            raise ValueError(f"probe_layers picks the layer a probe reads: it needs strategy "
+                             f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
+        if self.probe_layers is not None and not self.model.startswith("embedded/"):
+            raise ValueError("probe_layers needs the embedded provider (model = "
+                             "'embedded/...'): another provider serves the layer it serves")
         if spec.check is not None:
             spec.check(self)
         if spec.prompt_version is not None:

@@ -56,10 +56,18 @@ def head_of(config: JudgeConfig) -> ProbeHead:
 
 def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
     """Refuse a head fitted on the packaged model's hidden states when ``CLAIM_JUDGE_GGUF``
-    serves another model under the embedded provider: its vectors mean something else, even
-    when they have as many numbers."""
+    serves another model under the embedded provider, and a head fitted on another layer's
+    hidden states than ``probe_layers`` reads: their vectors mean something else, even when
+    they have as many numbers."""
     from judge.models.embedded import ENV_GGUF, MODEL_SHA256
 
+    fitted_layers = head.about.get("layers")
+    if head.dim and fitted_layers != config.probe_layers:
+        raise ProbeHeadError(
+            f"the probe head {head.about.get('name', '')!r} was fitted on "
+            f"{_layer(fitted_layers)}, but this config reads {_layer(config.probe_layers)} "
+            f"(probe_layers): pin a head fitted on vectors of that layer (judge fit, see "
+            f"docs/probe.md) or set probe_layers to match")
     gguf = os.environ.get(ENV_GGUF)
     if (config.model.startswith("embedded/") and gguf
             and head.about.get("gguf_sha256") == MODEL_SHA256):
@@ -68,6 +76,11 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             f"states, but {ENV_GGUF}={gguf} serves another model: fit a head for it (judge "
             "the gold with a probe config, then `judge fit`; see docs/probe.md) and pin it "
             "as probe_head")
+
+
+def _layer(layers: object) -> str:
+    return ("the last layer's hidden state" if layers is None
+            else f"the hidden state after block {layers}")
 
 
 class ProbeStrategy(PerClaim):

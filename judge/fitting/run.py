@@ -264,7 +264,7 @@ def fit_and_measure(
     names = rule_features(data.config, domain)
     prior = current_rule(data.config, domain) if toward_current else None
     fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
-                            prior)
+                            prior, data.config.probe_layers)
     candidate = candidate_config(data.config, fitted, domain)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
@@ -283,7 +283,8 @@ def fit_and_measure(
     if curve and held:
         result.curve = learning_curve(
             fit_items, held, names, lambda f: candidate_config(data.config, f, domain),
-            seed=seed, queue_recall=queue_recall, prior=prior)
+            seed=seed, queue_recall=queue_recall, prior=prior,
+            layers=data.config.probe_layers)
     return result
 
 

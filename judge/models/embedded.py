@@ -17,7 +17,9 @@ Usage::
 
 Environment:
 
-* ``CLAIM_JUDGE_CACHE``: folder for the assembled GGUF (default ``~/.cache/claim-judge/models``).
+* ``CLAIM_JUDGE_CACHE``: folder for the assembled GGUF (default ``~/.cache/claim-judge/models``),
+  and for the copies cut after block N that ``probe_layers`` reads (``<model>.firstN.gguf``,
+  written once from the model file by :mod:`judge.models.gguf_layers`).
 * ``CLAIM_JUDGE_GGUF``: use this GGUF file instead of the packaged one (no hash check).
 * ``CLAIM_JUDGE_N_CTX``: context size (default 8192).
 * ``CLAIM_JUDGE_THREADS``: CPU threads (default: number of usable cores).
@@ -63,6 +65,7 @@ __all__ = [
     "cache_dir",
     "embed",
     "is_loaded",
+    "layered_file",
     "load",
     "model_file",
     "part_paths",
@@ -436,6 +439,8 @@ class _Runtime:
 _LOAD_LOCK = threading.Lock()
 _CALL_LOCK = threading.Lock()
 _runtime: _Runtime | None = None
+#: runtimes of the model's first N blocks (strategy "probe" with ``probe_layers``), by N
+_layered: dict[int, _Runtime] = {}
 # One worker: runtime calls from the async path queue here instead of filling the default
 # executor (the runtime serialises anyway).
 EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claim-judge-embedded")
@@ -455,37 +460,78 @@ def chat(request: dict[str, Any]) -> tuple[dict[str, Any], RuntimeInfo]:
         return runtime.chat(request), runtime.info
 
 
-def embed(text: str) -> tuple[dict[str, Any], RuntimeInfo]:
-    """The runtime's embedding answer for ``text`` (serialised like :func:`chat`)."""
-    runtime = _runtime
+def embed(text: str, layers: int | None = None) -> tuple[dict[str, Any], RuntimeInfo]:
+    """The runtime's embedding answer for ``text`` (serialised like :func:`chat`): the last
+    layer's hidden state, or with ``layers`` the one after the model's first ``layers``
+    blocks (its own runtime: :func:`load` it with the same ``layers`` first)."""
+    runtime = _runtime if layers is None else _layered.get(layers)
     if runtime is None:
         raise RuntimeUnloaded("embedded model was unloaded")
     with _CALL_LOCK:
         return runtime.embed(text), runtime.info
 
 
-def load(progress: ProgressCallback | None = None) -> RuntimeInfo:
-    """Load the model now (idempotent). Normally this happens lazily on the first completion."""
+def _gguf_id(path: Path) -> str:
+    if os.environ.get(ENV_GGUF):
+        return f"gguf-{path.stem}-{path.stat().st_size}"
+    return f"gguf-sha256-{MODEL_SHA256[:16]}"
+
+
+def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
+    """The model's first ``layers`` blocks as a GGUF of their own (:mod:`gguf_layers`),
+    written once into the cache folder from the model file and reused while the model file
+    it was cut from is the same (its identity is recorded beside it)."""
+    from judge.models.gguf_layers import GGUFError, truncated_copy
+
+    source = model_file(progress)
+    identity = f"{_gguf_id(source)} mtime-{source.stat().st_mtime_ns} first-{layers}\n"
+    dest = cache_dir() / f"{source.stem}.first{layers}.gguf"
+    record = dest.with_name(dest.name + ".source")
+    with _FILE_LOCK:
+        with contextlib.suppress(OSError):
+            if dest.is_file() and record.read_text(encoding="utf-8") == identity:
+                return dest
+        try:
+            truncated_copy(source, dest, layers)
+        except GGUFError as exc:
+            raise EmbeddedModelError(f"cannot read layer {layers}: {exc}") from exc
+        tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex}.tmp")
+        tmp.write_text(identity, encoding="utf-8")
+        os.replace(tmp, record)
+    return dest
+
+
+def load(progress: ProgressCallback | None = None, layers: int | None = None) -> RuntimeInfo:
+    """Load the model now (idempotent). Normally this happens lazily on the first completion.
+    ``layers``: the runtime that reads the hidden state after the first ``layers`` blocks
+    (strategy ``probe`` with ``probe_layers``), loaded beside the whole model's if both are
+    needed."""
     global _runtime
-    runtime = _runtime
+    runtime = _runtime if layers is None else _layered.get(layers)
     if runtime is not None:
         return runtime.info
     with _LOAD_LOCK:
-        if _runtime is None:
-            path = model_file(progress)
-            if os.environ.get(ENV_GGUF):
-                gguf_id = f"gguf-{path.stem}-{path.stat().st_size}"
+        loaded = _runtime if layers is None else _layered.get(layers)
+        if loaded is None:
+            if layers is None:
+                path = model_file(progress)
+                gguf_id = _gguf_id(path)
             else:
-                gguf_id = f"gguf-sha256-{MODEL_SHA256[:16]}"
+                gguf_id = f"{_gguf_id(model_file(progress))}-first{layers}"
+                path = layered_file(layers, progress)
             n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
             n_threads = _int_env(THREADS_ENV, _default_threads())
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
-            _runtime = _Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache)
-        return _runtime.info
+            loaded = _Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache)
+            if layers is None:
+                _runtime = loaded
+            else:
+                _layered[layers] = loaded
+        return loaded.info
 
 
 def is_loaded() -> bool:
-    return _runtime is not None
+    return _runtime is not None or bool(_layered)
 
 
 def runtime_info() -> RuntimeInfo | None:
@@ -499,6 +545,7 @@ def unload() -> None:
     global _runtime
     with _LOAD_LOCK, _CALL_LOCK:
         _runtime = None
+        _layered.clear()
 
 
 class ModelUnavailable(ValueError):

@@ -125,7 +125,7 @@ def _raise_runtime_error(result: dict[str, Any], model: str) -> None:
 class EmbeddedProvider(CustomLLM):
     """litellm handler for ``embedded/<name>``: runs the request on the in-process model."""
 
-    def _loaded(self, model: str) -> None:
+    def _loaded(self, model: str, layers: int | None = None) -> None:
         """Load the runtime for ``model`` (a known name), or raise what litellm surfaces."""
         if not os.environ.get(ENV_GGUF) and model not in (MODEL_NAME, EMBEDDED_MODEL):
             raise CustomLLMError(
@@ -134,7 +134,7 @@ class EmbeddedProvider(CustomLLM):
                 f"(set {ENV_GGUF} to serve your own GGUF under any name)",
             )
         try:
-            load()
+            load(layers=layers)
         except EmbeddedModelError as exc:
             # Permanent (missing packages, corrupt chunks): a plain APIError, which litellm passes
             # through unchanged and callers do not mistake for a transient server error.
@@ -177,17 +177,23 @@ class EmbeddedProvider(CustomLLM):
             kwargs.get("optional_params") or {},
         )
 
-    def _embed(self, model: str, inputs: list[Any]) -> EmbeddingResponse:
-        """One hidden-state vector per input text (strategy "probe"), computed one by one."""
+    def _embed(self, model: str, inputs: list[Any], optional_params: dict[str, Any]
+               ) -> EmbeddingResponse:
+        """One hidden-state vector per input text (strategy "probe"), computed one by one:
+        the last layer's, or with ``layers=N`` the one after the model's first N blocks."""
         if not all(isinstance(text, str) for text in inputs):
             raise CustomLLMError(400, "the embedded provider embeds text inputs only")
-        self._loaded(model)
+        layers = optional_params.get("layers")
+        if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int)
+                                   or layers < 1):
+            raise CustomLLMError(400, f"layers must be a positive integer, not {layers!r}")
+        self._loaded(model, layers)
         data: list[dict[str, Any]] = []
         prompt_tokens = 0
         info = None
         for index, text in enumerate(inputs):
             try:
-                result, info = embed(defuse(text))
+                result, info = embed(defuse(text), layers)
             except RuntimeUnloaded as exc:
                 raise CustomLLMError(503, str(exc)) from exc
             except ValueError as exc:
@@ -211,12 +217,14 @@ class EmbeddedProvider(CustomLLM):
         return response
 
     def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override,unused-ignore]
-        return self._embed(kwargs["model"], list(kwargs["input"]))
+        return self._embed(kwargs["model"], list(kwargs["input"]),
+                           kwargs.get("optional_params") or {})
 
     async def aembedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override,unused-ignore]
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            EXECUTOR, self._embed, kwargs["model"], list(kwargs["input"]))
+            EXECUTOR, self._embed, kwargs["model"], list(kwargs["input"]),
+            kwargs.get("optional_params") or {})
 
     def streaming(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override,unused-ignore]
         raise CustomLLMError(400, "the embedded provider does not support stream=True")

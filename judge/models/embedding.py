@@ -44,7 +44,10 @@ class EmbeddingCalls:
         impossible one, fails closed (``CallFailed``)."""
         client = cast("ModelClient", self)
         schema = EMBED_SCHEMA
-        params: dict[str, Any] = {}
+        # an earlier layer's hidden state (the embedded provider's ``layers``): another vector,
+        # so another call; absent when the model's last layer is read, as before it existed
+        layers = client.config.probe_layers
+        params: dict[str, Any] = {} if layers is None else {"layers": layers}
         call_id = client._call_id(prompt, schema, params)
         stored = client.store.get_call(call_id) if client.store else None
         vector = None if call_id in client.refresh else stored_vector(stored)
@@ -76,7 +79,7 @@ class EmbeddingCalls:
             # (see NO_SDK_RETRIES)
             return await attempts.send(lambda: litellm.aembedding(
                 model=client.config.model, input=[text], timeout=client.config.timeout_s,
-                max_retries=NO_SDK_RETRIES, **client.endpoint()))
+                max_retries=NO_SDK_RETRIES, **params, **client.endpoint()))
 
         vector = None
         response, error = await client.flow.retrying(send, call_id,

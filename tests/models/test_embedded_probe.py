@@ -70,3 +70,28 @@ def test_data_cannot_spell_a_control_token() -> None:
     raw_embed, _ = embedded.embed(text)
     via = litellm.embedding(model=embedded.EMBEDDED_MODEL, input=[text])
     assert via.usage.prompt_tokens > raw_embed["usage"]["prompt_tokens"]
+
+
+def test_an_earlier_layer_is_read_from_a_cut_of_the_same_model() -> None:
+    """``probe_layers``: the runtime of the model's first N blocks gives another vector than
+    the last layer, deterministically; the cut file is written once and reused; generation
+    on the whole model is unchanged beside it."""
+    from judge.models import embedded
+    from judge.models.gguf_layers import read_layout
+
+    embedded.load()
+    before, _ = embedded.chat(dict(CHOICE))
+    embedded.load(layers=16)
+    cut = embedded.layered_file(16)
+    assert read_layout(cut).block_count == 16
+    written = cut.stat().st_mtime_ns
+    first, info = embedded.embed(TEXT, 16)
+    assert info.gguf_id.endswith("-first16") and info.path == cut
+    vector = np.asarray(first["data"][0]["embedding"], dtype=np.float64)
+    assert vector.shape == (1536,) and np.all(np.isfinite(vector))
+    assert not np.allclose(vector, _vector(TEXT))
+    again, _ = embedded.embed(TEXT, 16)
+    assert np.array_equal(vector, np.asarray(again["data"][0]["embedding"]))
+    assert embedded.layered_file(16).stat().st_mtime_ns == written  # reused, not rewritten
+    after, _ = embedded.chat(dict(CHOICE))
+    assert _top(before) == _top(after)
