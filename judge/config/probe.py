@@ -6,9 +6,6 @@ import re
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-#: The head the embedded model's default profile pins (shipped in judge/config/heads/).
-DEFAULT_HEAD_FILE = "builtin:qwen2.5-coder-1.5b-q4km-probe-v1"
-
 
 class ProbeHeadRef(BaseModel):
     """``probe_head = { file = "builtin:<name>" | "path/to/head.json", sha256 = "…" }``: the

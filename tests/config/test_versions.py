@@ -24,11 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 FILES = {
-    "judge/config/profiles/embedded.toml": f"{QWEN}@326cd9733150",
+    "judge/config/profiles/embedded.toml": f"{QWEN}@c9a43dd3a8cd",
     "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
     "research/configs/fit_per_domain.toml": f"{QWEN}@ed6e7fa4c5d8",
     "research/configs/fit_per_domain_first244_preliminary.toml": f"{QWEN}@2fc1035b2655",
     "research/configs/per_claim.toml": f"{QWEN}@acf471ac53bc",
+    "research/configs/probe_first21.toml": f"{QWEN}@c9a43dd3a8cd",
     "research/configs/probe_v1.toml": f"{QWEN}@326cd9733150",
     "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
     "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
@@ -95,6 +96,8 @@ OTHERS: dict[str, tuple[dict[str, Any], str]] = {
     "scores+domain_rules": ({**SCORES, "domain_rules": {"legal": {
         "score_model": SCORE_MODEL, "review_support_below": 0.4}}}, "x@cee819b73242"),
     "probe": (PROBE, "x@b1c2e5b38d72"),
+    "probe+embedded": ({**PROBE, "model": "embedded/x"}, "x@b903f004bbe1"),
+    "probe+layers": ({**PROBE, "model": "embedded/x", "probe_layers": 21}, "x@00ba2ed14cf7"),
     "probe+domain": ({**PROBE, "domain_rules": {"legal": {
         "probe_head": {"file": "/x/h.json", "sha256": "cd" * 32},
         "review_support_below": 0.2}}}, "x@14925656d3d6"),
@@ -114,7 +117,7 @@ def test_every_config_file_is_pinned() -> None:
 
 def test_the_defaults_keep_their_version_ids() -> None:
     assert version_of(JudgeConfig()) == f"{QWEN}@7046a89609f7"
-    assert version_of(load_config(None)) == f"{QWEN}@326cd9733150"
+    assert version_of(load_config(None)) == f"{QWEN}@c9a43dd3a8cd"
     assert version_of(JudgeConfig.model_validate(BASE)) == BASE_ID
 
 
@@ -148,7 +151,7 @@ def test_every_field_is_in_exactly_one_of_the_two_types() -> None:
     assert set(JudgeConfig.model_fields) == versioned | operational
     # every versioned field changes the id when it leaves its default
     exercised = {"model"} | set(CHANGED) | {"strategy", "excerpts", "score_model",
-                                            "domain_rules", "probe_head"}
+                                            "domain_rules", "probe_head", "probe_layers"}
     assert exercised == versioned
 
 
@@ -171,7 +174,7 @@ def test_neutral_values_are_the_defaults() -> None:
                             "abstention_covered_min", "abstention_silent_max", "label_bias",
                             "review_support_below", "score_model", "domain_rules",
                             "require_generator", "context_tokens", "excerpts", "one_call",
-                            "probe_head"}
+                            "probe_head", "probe_layers"}
     for name, value in neutral.items():
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value

@@ -95,3 +95,26 @@ def test_an_earlier_layer_is_read_from_a_cut_of_the_same_model() -> None:
     assert embedded.layered_file(16).stat().st_mtime_ns == written  # reused, not rewritten
     after, _ = embedded.chat(dict(CHOICE))
     assert _top(before) == _top(after)
+
+
+def test_weights_read_into_memory_compute_what_mapped_weights_compute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runtime reads the weights into memory (less RSS than a mapping); the vectors and
+    the log-probabilities are those of the mapped file, to the last bit."""
+    from judge.models import embedded
+
+    def outputs() -> tuple[np.ndarray, list[tuple[str, float]]]:
+        embedded.unload()
+        embedded.load()
+        chat, _ = embedded.chat(dict(CHOICE))
+        return _vector(TEXT), _top(chat)
+
+    assert embedded.LOAD_MODE == "LLAMA_LOAD_MODE_NONE"
+    read = outputs()
+    monkeypatch.setattr(embedded, "LOAD_MODE", "LLAMA_LOAD_MODE_MMAP")
+    try:
+        mapped = outputs()
+    finally:
+        embedded.unload()
+    assert np.array_equal(read[0], mapped[0]) and read[1] == mapped[1]
