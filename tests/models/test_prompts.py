@@ -86,6 +86,7 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                                "intercept": {label: 0.0 for label in LABELS}},
                "require_generator": True, "one_call": True,
                "probe_head": {"file": "head.json", "sha256": "ab" * 32},
+               "probe_layers": 21,
                "domain_rules": {"begin": {
                    "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                    "intercept": {label: 0.0 for label in LABELS}},
