@@ -7,6 +7,7 @@ required). Screenshots go to ``$CLAIM_JUDGE_SCREENSHOTS`` (docs/img when regener
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def test_label_bar_leaves_claim_question_and_answer_in_view_and_note_says_when_r
             assert need.inner_text() == "optional"  # nothing labelled before
             page.keyboard.press("1")
             page.keyboard.press("Enter")
-            page.wait_for_url("**saved=1*")
+            page.wait_for_url(re.compile(rf"[?&]saved={pos}(&|$)"))  # saved=<its position>
             page.goto(f"{base}/review?pos={pos}")
             assert "required if you change your label (supported)" in need.inner_text()
             assert not page.locator("textarea[name=note]").evaluate("n => n.required")
