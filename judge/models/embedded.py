@@ -502,11 +502,15 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
                 return dest
         try:
             truncated_copy(source, dest, layers)
+            tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex}.tmp")
+            tmp.write_text(identity, encoding="utf-8")
+            os.replace(tmp, record)
         except GGUFError as exc:
             raise EmbeddedModelError(f"cannot read layer {layers}: {exc}") from exc
-        tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_text(identity, encoding="utf-8")
-        os.replace(tmp, record)
+        except OSError as exc:
+            raise EmbeddedModelError(
+                f"cannot write the model cut after block {layers} to {dest} ({exc}); free "
+                f"space there or set {ENV_CACHE} to another folder") from exc
     return dest
 
 

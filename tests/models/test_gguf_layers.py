@@ -107,3 +107,27 @@ def test_cuts_that_cannot_be_made_are_refused_and_leave_nothing(tmp_path: Path) 
     with pytest.raises(GGUFError, match="truncated"):
         truncated_copy(short, tmp_path / "out.gguf", 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf", "short.gguf", "toy.gguf"]
+
+
+def test_the_runtime_cuts_once_reuses_and_reports_what_it_cannot_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from judge.models import embedded, gguf_layers
+
+    source = tmp_path / "toy.gguf"
+    toy_gguf(source, blocks=3)
+    monkeypatch.setenv(embedded.ENV_GGUF, str(source))
+    monkeypatch.setenv(embedded.ENV_CACHE, str(tmp_path / "cache"))
+    cut = embedded.layered_file(2)
+    assert cut.parent == tmp_path / "cache" and read_layout(cut).block_count == 2
+    written = cut.stat().st_mtime_ns
+    assert embedded.layered_file(2).stat().st_mtime_ns == written  # reused
+    with pytest.raises(embedded.EmbeddedModelError, match="between 1 and 2"):
+        embedded.layered_file(3)
+
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gguf_layers, "truncated_copy", full)
+    with pytest.raises(embedded.EmbeddedModelError, match="No space left.*CLAIM_JUDGE_CACHE"):
+        embedded.layered_file(1)
