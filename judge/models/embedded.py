@@ -397,7 +397,8 @@ class _Runtime:
         # One context serves both generation and the probe's hidden states (strategy "probe"):
         # with embeddings on, llama.cpp still generates, with the same log-probabilities (a
         # test compares them), and a second context would double the memory. The vector is the
-        # last token's final hidden state, unnormalised.
+        # last token's final hidden state, unnormalised (with ``probe_layers`` the probe reads
+        # a copy of the model cut after block N, in a runtime of its own: see load()).
         params.embedding = True
         params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST
         params.embd_normalize = -1
@@ -526,14 +527,12 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
     with _LOAD_LOCK:
         loaded = _runtime if layers is None else _layered.get(layers)
         if loaded is None:
-            if layers is None:
-                path = model_file(progress)
-                gguf_id = _gguf_id(path)
-            else:
-                gguf_id = f"{_gguf_id(model_file(progress))}-first{layers}"
-                path = layered_file(layers, progress)
+            path = model_file(progress)
+            gguf_id = _gguf_id(path)
             n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
             if layers is not None:  # it only reads probe prompts: a few hundred tokens
+                path = layered_file(layers, progress)
+                gguf_id = f"{gguf_id}-first{layers}"
                 n_ctx = min(n_ctx, LAYERED_N_CTX)
             n_threads = _int_env(THREADS_ENV, _default_threads())
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
