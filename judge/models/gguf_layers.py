@@ -41,7 +41,7 @@ class _Tensor:
     name: str
     info: bytes  # the tensor's whole entry in the table, offset excluded
     offset: int  # from the start of the data section
-    size: int  # bytes, padding excluded where known (to the next tensor otherwise)
+    size: int  # bytes to the next tensor (or the end of the file), its padding included
 
 
 @dataclass(frozen=True)
