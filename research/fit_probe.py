@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from calibration.stats import wilson_bounds  # noqa: E402
+from judge.decide.probe import read_with  # noqa: E402
 from judge.decide.probe_head import ProbeHead, canonical  # noqa: E402
 from judge.evaluation.gold import load_gold  # noqa: E402
 from judge.fitting.items import FitItem, load_items  # noqa: E402
@@ -97,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "name": args.name,
         "model": data.config.model,
         **({"gguf_sha256": MODEL_SHA256} if packaged else {}),
-        **({"layers": data.config.probe_layers} if data.config.probe_layers else {}),
-        "prompt": f"probe_claim/{data.config.prompts['probe_claim']}",
+        **read_with(data.config),
         "vectors_from": data.version,
         "fitted_on": {"gold": shown_path(args.gold), "gold_sha256": gold.sha256,
                       "first": args.first, "labels": data.labels(),

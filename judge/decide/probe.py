@@ -36,6 +36,21 @@ if TYPE_CHECKING:
 #: The evidence budget of a probe prompt: short, since one claim's forward pass costs about
 #: 20 ms per token on two cores.
 PROBE_EXCERPT_CHARS = 500
+#: How much of the question a probe prompt shows (templates that use ``context``): its last
+#: turn, the end kept, since that is what the answer replies to.
+PROBE_CONTEXT_CHARS = 240
+
+
+def said_before(question: str | None, limit: int = PROBE_CONTEXT_CHARS) -> str:
+    """The last non-blank line of the question (a conversation's last turn), whitespace
+    collapsed, at most ``limit`` characters: the end kept, cut at a word when one is near."""
+    lines = [" ".join(line.split()) for line in (question or "").splitlines()]
+    last = next((line for line in reversed(lines) if line), "")
+    if len(last) <= limit:
+        return last
+    cut = last[-(limit - 1):]
+    space = cut.find(" ")
+    return "…" + (cut[space + 1:] if 0 <= space < limit // 6 else cut)
 
 
 def probe_prompt(config: JudgeConfig, root: Any, record: AnswerRecord, claim: Claim
@@ -43,7 +58,7 @@ def probe_prompt(config: JudgeConfig, root: Any, record: AnswerRecord, claim: Cl
     """The evidence the program located for a claim and the prompt the model reads."""
     located = locate_excerpts(claim.text, record, budget=PROBE_EXCERPT_CHARS)
     prompt = render("probe_claim", config.prompts["probe_claim"], root, claim=claim.text,
-                    excerpts=excerpt_data(located))
+                    excerpts=excerpt_data(located), context=said_before(record.question))
     return located, prompt
 
 
@@ -54,11 +69,21 @@ def head_of(config: JudgeConfig) -> ProbeHead:
     return load_head(config.probe_head.file, config.probe_head.sha256)
 
 
+def read_with(config: JudgeConfig) -> dict[str, Any]:
+    """How a config's vectors are read, as a head fitted on them records it (``about``): the
+    prompt version and, with ``probe_layers``, the layer."""
+    out: dict[str, Any] = {"prompt": f"probe_claim/{config.prompts['probe_claim']}"}
+    if config.probe_layers is not None:
+        out["layers"] = config.probe_layers
+    return out
+
+
 def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
     """Refuse a head fitted on the packaged model's hidden states when ``CLAIM_JUDGE_GGUF``
-    serves another model under the embedded provider, and a head fitted on another layer's
-    hidden states than ``probe_layers`` reads: their vectors mean something else, even when
-    they have as many numbers."""
+    serves another model under the embedded provider, and a head fitted on vectors read
+    otherwise than this config reads them (another layer than ``probe_layers``, another
+    ``probe_claim`` version when the head records one): their vectors mean something else,
+    even when they have as many numbers."""
     from judge.models.embedded import ENV_GGUF, MODEL_SHA256
 
     fitted_layers = head.about.get("layers")
@@ -68,6 +93,13 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             f"{_layer(fitted_layers)}, but this config reads {_layer(config.probe_layers)} "
             f"(probe_layers): pin a head fitted on vectors of that layer (judge fit, see "
             f"docs/probe.md) or set probe_layers to match")
+    fitted_prompt, prompt = head.about.get("prompt"), read_with(config)["prompt"]
+    if head.dim and fitted_prompt and fitted_prompt != prompt:
+        raise ProbeHeadError(
+            f"the probe head {head.about.get('name', '')!r} was fitted on vectors of the "
+            f"prompt {fitted_prompt}, but this config reads {prompt}: set prompts.probe_claim "
+            f"to {fitted_prompt.rsplit('/', 1)[-1]!r} or pin a head fitted on that prompt "
+            "(judge fit, see docs/probe.md)")
     gguf = os.environ.get(ENV_GGUF)
     if (config.model.startswith("embedded/") and gguf
             and head.about.get("gguf_sha256") == MODEL_SHA256):

@@ -55,7 +55,7 @@ def learning_curve(
     queue_recall: float = 0.9,
     n_resamples: int = 1000,
     prior: ScoreModel | ProbeHead | None = None,
-    layers: int | None = None,
+    read_with: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One point per size: the mean holdout figures of rules fitted on that many claims.
     ``build`` turns a fitted rule into the judge config to measure."""
@@ -67,7 +67,7 @@ def learning_curve(
         for index in range(draws if size < n_all else 1):
             chosen = draw(fit_items, size, index, seed) if size < n_all else list(fit_items)
             fitted = fit_items_rule(chosen, folds_of(chosen, seed=seed), names, queue_recall,
-                                    prior, layers)
+                                    prior, read_with)
             verdicts = verdicts_for(holdout, build(fitted), "curve")
             rows.append((len(chosen), summary(measure(holdout, verdicts, n_resamples)),
                          label_counts(chosen)))

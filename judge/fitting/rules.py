@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,15 +25,15 @@ def current_rule(config: JudgeConfig, domain: str | None) -> ScoreModel | ProbeH
 
 def fit_items_rule(items: Sequence[FitItem], fold: Sequence[int], names: Sequence[str],
                    queue_recall: float, prior: ScoreModel | ProbeHead | None,
-                   layers: int | None = None) -> Fitted:
+                   read_with: dict[str, Any] | None = None) -> Fitted:
     """The fit of a probe head (items with vectors, ``prior`` a head) or a linear rule.
-    ``layers``: the ``probe_layers`` the vectors were read with, recorded in the head (a
-    head is refused by a config that reads another layer)."""
+    ``read_with``: how the vectors were read (:func:`judge.decide.probe.read_with`: the
+    prompt, the layer), recorded in the head (a config that reads otherwise refuses it)."""
     y = np.array([i.y for i in items])
     if isinstance(prior, ProbeHead) or (items and items[0].vector is not None):
         x = np.vstack([np.asarray(i.vector, dtype=np.float64) for i in items])
         return fit_probe_rule(x, y, fold, queue_recall,
                               prior if isinstance(prior, ProbeHead) else None,
-                              about=None if layers is None else {"layers": layers})
+                              about=read_with)
     return fit_rule([i.features for i in items], y, fold, names, queue_recall,
                     prior if isinstance(prior, ScoreModel) else None)

@@ -14,6 +14,7 @@ from typing import Any
 from judge.config import JudgeConfig, judge_version
 from judge.config.probe import ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, FEATURES, DomainRule
+from judge.decide.probe import read_with as probe_read_with
 from judge.decide.probe_head import ProbeHead, canonical
 from judge.evaluation.gold import GoldFile
 from judge.fitting import FitError, FitRefused
@@ -263,8 +264,9 @@ def fit_and_measure(
     the weights toward the rule that decides the domain now (else toward 0)."""
     names = rule_features(data.config, domain)
     prior = current_rule(data.config, domain) if toward_current else None
+    origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
     fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
-                            prior, data.config.probe_layers)
+                            prior, origin)
     candidate = candidate_config(data.config, fitted, domain)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
@@ -284,7 +286,7 @@ def fit_and_measure(
         result.curve = learning_curve(
             fit_items, held, names, lambda f: candidate_config(data.config, f, domain),
             seed=seed, queue_recall=queue_recall, prior=prior,
-            layers=data.config.probe_layers)
+            read_with=origin)
     return result
 
 

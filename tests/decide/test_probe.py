@@ -49,8 +49,8 @@ def write_head(folder: Path, head: ProbeHead, name: str = "head.json") -> dict[s
 
 def probe_config(tmp_path: Path, **extra: Any) -> JudgeConfig:
     extra.setdefault("probe_head", write_head(tmp_path, toy_head()))
-    return JudgeConfig(model="fake/judge-model", strategy="probe",
-                       prompts={"split_claims": "v1"}, **extra)
+    extra.setdefault("prompts", {"split_claims": "v1"})
+    return JudgeConfig(model="fake/judge-model", strategy="probe", **extra)
 
 
 def batch(tmp_path: Path, claims: list[str]) -> Path:

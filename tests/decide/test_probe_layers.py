@@ -93,6 +93,20 @@ def test_a_head_of_another_layer_is_refused_naming_the_fix(
     assert [c["params"].get("layers") for c in embedded_fake.calls] == [16]
 
 
+def test_a_head_of_another_prompt_is_refused_naming_the_fix(
+    tmp_path: Path, store: Store, embedded_fake: FakeLLM
+) -> None:
+    head = write_head(tmp_path, toy_head({"prompt": "probe_claim/v2"}), "head-v2.json")
+    with pytest.raises(ProbeHeadError, match="prompts.probe_claim to 'v2'"):
+        judge_file(batch(tmp_path, [GOOD]), db=store,
+                   config=layered(tmp_path, None, probe_head=head))
+    assert not embedded_fake.calls  # refused before any call
+    v2 = JudgeConfig(model=MODEL, strategy="probe", probe_head=head,
+                     prompts={"split_claims": "v1", "probe_claim": "v2"})
+    judge_file(batch(tmp_path, [GOOD]), db=store, config=v2)
+    assert len(embedded_fake.calls) == 1
+
+
 def test_fit_records_the_layer_in_the_head_it_writes(
     tmp_path: Path, embedded_fake: FakeLLM
 ) -> None:
@@ -117,6 +131,7 @@ def test_fit_records_the_layer_in_the_head_it_writes(
     assert fitted.probe_layers == 16 and fitted.probe_head is not None
     head = load_head(fitted.probe_head.file, fitted.probe_head.sha256)
     assert head.about["layers"] == 16 and head.dim == 4
+    assert head.about["prompt"] == "probe_claim/v1"
     embedded_fake.calls.clear()
     again = eval_gold(gold, config=out, db=db)  # accepted, and decided from stored vectors
     assert again.summary.model_calls == 0 and not embedded_fake.calls
