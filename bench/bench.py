@@ -362,10 +362,11 @@ def sourced(script: Path, venv: Path) -> dict[str, str]:
 def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int = 4) -> None:
     """Seconds per claim of the embedded model on the first peer answers of 5 to 6 given
     claims (model load excluded): the default (``probe``: one forward pass per claim, the
-    hidden state read by the head) beside the probe that reads the last layer (the whole
-    model), the ``scores`` strategy (one choice call per claim), and ``scores`` with the
-    excerpts shared by the claims of an answer (``excerpts = "answer"``), with the labels that
-    differ and the process's peak RSS."""
+    hidden state read by the head) beside the same probe with the prompt before it
+    (``probe_claim`` v1, without the question's last turn), the probe that reads the last
+    layer (the whole model), the ``scores`` strategy (one choice call per claim), and
+    ``scores`` with the excerpts shared by the claims of an answer (``excerpts = "answer"``),
+    with the labels that differ and the process's peak RSS."""
     import resource
 
     from judge.config import load_config
@@ -378,8 +379,10 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
           f"(sources {min(chars)}-{max(chars)} characters) ==")
     scores = ROOT / "research" / "configs" / "scores_v1_linear_t244_text.toml"
     last_layer = ROOT / "research" / "configs" / "probe_v1.toml"
+    prompt_v1 = ROOT / "research" / "configs" / "probe_first21.toml"
     setups = {
         "probe (default)": load_config(None),
+        "probe, prompt v1 (no question)": load_config(prompt_v1),
         "probe, last layer (v1)": load_config(last_layer),
         "scores": load_config(scores, prompts={"split_claims": "v2", "choose_label": "v1"}),
         "scores, excerpts per answer": load_config(scores, excerpts="answer"),

@@ -57,12 +57,13 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from judge.decide.probe import head_of
 
     configs = Path(__file__).resolve().parents[2] / "research" / "configs"
-    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_first21.toml")
+    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_first21_context.toml")
     config = JudgeConfig.load()
     assert config.strategy == "probe" and config.probe_head is not None
     assert config.probe_head.file.startswith("builtin:")
     head = head_of(config)  # shipped in the package, with its pinned sha256
-    assert head.dim == 1536 and head.about["prompt"] == "probe_claim/v1"
+    assert head.dim == 1536 and head.about["prompt"] == "probe_claim/v2"
+    assert head.about["layers"] == config.probe_layers == 21
     # the scores profile it replaced stays loadable under the name the reports use
     scores = JudgeConfig.load(configs / "scores_v1_linear_t244_text.toml")
     assert scores.strategy == "scores" and scores.score_model is not None
