@@ -86,25 +86,25 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
     even when they have as many numbers."""
     from judge.models.embedded import ENV_GGUF, MODEL_SHA256
 
+    name, reads = head.about.get("name", ""), read_with(config)
     fitted_layers = head.about.get("layers")
-    if head.dim and fitted_layers != config.probe_layers:
+    if head.dim and fitted_layers != reads.get("layers"):
         raise ProbeHeadError(
-            f"the probe head {head.about.get('name', '')!r} was fitted on "
-            f"{_layer(fitted_layers)}, but this config reads {_layer(config.probe_layers)} "
-            f"(probe_layers): pin a head fitted on vectors of that layer (judge fit, see "
-            f"docs/probe.md) or set probe_layers to match")
-    fitted_prompt, prompt = head.about.get("prompt"), read_with(config)["prompt"]
-    if head.dim and fitted_prompt and fitted_prompt != prompt:
+            f"the probe head {name!r} was fitted on {_layer(fitted_layers)}, but this config "
+            f"reads {_layer(reads.get('layers'))} (probe_layers): pin a head fitted on vectors "
+            f"of that layer (judge fit, see docs/probe.md) or set probe_layers to match")
+    fitted_prompt = head.about.get("prompt")
+    if head.dim and fitted_prompt and fitted_prompt != reads["prompt"]:
         raise ProbeHeadError(
-            f"the probe head {head.about.get('name', '')!r} was fitted on vectors of the "
-            f"prompt {fitted_prompt}, but this config reads {prompt}: set prompts.probe_claim "
-            f"to {fitted_prompt.rsplit('/', 1)[-1]!r} or pin a head fitted on that prompt "
+            f"the probe head {name!r} was fitted on vectors of the prompt {fitted_prompt}, "
+            f"but this config reads {reads['prompt']}: set prompts.probe_claim to "
+            f"{fitted_prompt.rsplit('/', 1)[-1]!r} or pin a head fitted on that prompt "
             "(judge fit, see docs/probe.md)")
     gguf = os.environ.get(ENV_GGUF)
     if (config.model.startswith("embedded/") and gguf
             and head.about.get("gguf_sha256") == MODEL_SHA256):
         raise ProbeHeadError(
-            f"the probe head {head.about.get('name', '')!r} reads the packaged model's hidden "
+            f"the probe head {name!r} reads the packaged model's hidden "
             f"states, but {ENV_GGUF}={gguf} serves another model: fit a head for it (judge "
             "the gold with a probe config, then `judge fit`; see docs/probe.md) and pin it "
             "as probe_head")

@@ -10,6 +10,7 @@ from judge.decide.probe import PROBE_CONTEXT_CHARS, said_before
 from judge.models.prompts import render
 from judge.store import Store
 from tests.conftest import write_jsonl
+from tests.decide.test_probe import GOOD, SRC, probe_config
 from tests.fakes import EMBED, FakeLLM
 
 EXCERPTS = [{"source_id": "s", "text": "Paris is the capital of France."}]
@@ -47,8 +48,6 @@ def test_v2_shows_the_turn_as_data_and_v1_ignores_it() -> None:
 def test_the_pipeline_gives_v2_the_answers_question(
     tmp_path: Path, store: Store, fake_llm: FakeLLM
 ) -> None:
-    from tests.decide.test_probe import GOOD, SRC, probe_config
-
     question = "We talked about TOML.\nWhich Python release added tomllib?"
     path = write_jsonl(tmp_path / "in.jsonl", [{
         "id": "q", "question": question, "sources": [SRC], "answer": GOOD,
