@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -361,19 +362,30 @@ def replay(
 @app.command()
 def versions(
     db: Path = EXISTING_DB_OPTION,
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Judge config whose [review] table gives the target "
+        "recall (default ./judge.toml if present)."),
     as_json: bool = typer.Option(False, "--json", help="Print the versions as JSON."),
 ) -> None:
-    """List the judge versions seen in the store, with their config."""
+    """List the judge versions seen in the store, with their config and the review queue's
+    operating point for each (the threshold set from gold for the [review] target recall;
+    it is not part of the version: labels do not change with it, only who reads what)."""
+    from judge.review.triage import points_by_version
+
+    review = load_config(config).review
     store = open_store(db, must_exist=True)
     rows = store.judge_versions()
+    points = points_by_version(store, [r["id"] for r in rows], review)
     for row in rows:
         row["config"] = json.loads(row["config"])
         row["templates"] = json.loads(row["templates"])
         row["runs"], row["verdicts"] = store.version_usage(row["id"])
+        row["operating_points"] = [p.as_dict() for p in points[row["id"]]]
     if as_json:
         print_json(rows)
         return
-    table = Table("judge version", "model", "prompts", "params", "runs", "verdicts", "created")
+    table = Table("judge version", "model", "prompts", "params", "runs", "verdicts",
+                  "operating point", "created")
     for row in rows:
         cfg = row["config"]
         table.add_row(
@@ -383,9 +395,20 @@ def versions(
             f"T={cfg['temperature']} seed={cfg['seed']} max_tokens={cfg['max_tokens']}",
             str(row["runs"]),
             str(row["verdicts"]),
+            "\n".join(_point_cell(p) for p in row["operating_points"]),
             row["created_at"][:19],
         )
     print_table(table)
+
+
+def _point_cell(p: dict[str, Any]) -> str:
+    where = f"{p['domain']}: " if p["domain"] else ""
+    if p["threshold"] is None:
+        return f"{where}none (flags by labels; no stated recall)"
+    source = "gold" if p["source"] == "gold" else "default"
+    sizes = f", {p['n_gold']} gold claims" if p.get("n_gold") else ""
+    return (f"{where}support < {p['threshold']:.4g} (recall ≥ {p['target_recall']:.2f} @ "
+            f"{p['confidence']:.0%}, {source}{sizes})")
 
 
 @prompts_app.command("check")

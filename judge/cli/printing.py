@@ -81,6 +81,14 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
               f"{outcome.gold['items']} items → {len(m.matched)} matched, "
               f"{len(m.refused)} refused by the judge, {len(m.not_judged)} not judged, "
               f"{len(m.duplicates)} duplicates")
+    for p in outcome.operating_points or []:
+        where = f" domain {p['domain']}" if p["domain"] else ""
+        out.print(f"operating point{escape(where)} ({p['source']}): {escape(p['statement'])}")
+    watch = outcome.recall_watch
+    if watch:
+        style = "bold red" if watch["status"] in ("below", "significantly_below") else "dim"
+        out.print(f"[{style}]recall watch, queue {escape(watch['queue_id'])}: "
+                  f"{escape(watch['message'])}[/]")
     out.print(f"judge errors: {r.judge_errors} (counted as not supported; they go to review)\n")
     print_table(_figures_table(r, f"Judge versus gold ({r.n} claims)"))
     print_table(_confusion_table(r.confusion, "gold", "judge", "Confusion matrix"))

@@ -86,19 +86,48 @@ def build(
         "first (categories break ties; what it cannot rate and what a check proved wrong come "
         "first), 'priority' reads by category alone.",
     ),
+    recall: float | None = typer.Option(
+        None, "--recall", min=0.01, max=0.999,
+        help="Target recall: the share of problem claims (people reject them) the queue must "
+        "catch; the threshold comes from the operating point set from human gold for it "
+        "(default: [review] target_recall of the config, 0.9).",
+    ),
+    confidence: float | None = typer.Option(
+        None, "--confidence", min=0.01, max=0.999,
+        help="Confidence of the stated recall (default: [review] confidence, 0.9).",
+    ),
+    informative_share: float | None = typer.Option(
+        None, "--informative-share", min=0.0, max=0.99,
+        help="Share of the queue given to passed claims nearest the threshold, the reviews "
+        "that teach the most (default: [review] informative_share, 0.1).",
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Judge config whose [review] table gives the defaults "
+        "(default ./judge.toml if present)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Build a review queue of flagged claims plus a seeded sample of the passed ones.
+    """Build a review queue: the claims the operating point flags plus seeded samples.
 
-    Every flagged claim, judge error and refused answer, plus a seeded random sample of the
-    passed claims (each sampled claim weighs stratum size / sample size).
+    Every claim whose support is below the threshold set from human gold for the target
+    recall (docs/review.md#triage), every claim a check failed or the judge could not
+    label, every refused answer; the passed claims nearest the threshold
+    (--informative-share); and a seeded random sample of the other passed claims (each
+    weighs stratum size / sample size). Without an operating point for the judge version
+    the queue flags by labels and review reasons and says it states no recall.
     """
+    from judge.cli.common import load_config
+
     store = open_store(db, must_exist=True)
+    review = load_config(config).review
     try:
         run_ids = [r["id"] for r in store.runs()] if all_runs else run
         options = QueueOptions(
             sample_rate=sample_rate, min_sample=min_sample, seed=seed,
             double_fraction=double_fraction, priority=priority_order(priority), order=order,
+            target_recall=review.target_recall if recall is None else recall,
+            confidence=review.confidence if confidence is None else confidence,
+            informative_share=(review.informative_share if informative_share is None
+                               else informative_share),
         )
         summary = build_queue(store, run_ids, options)
     except QueueError as exc:
@@ -110,6 +139,8 @@ def build(
 
 
 def print_summary(s: QueueSummary) -> None:
+    from rich.markup import escape
+
     out.print(f"queue [bold]{s.queue_id}[/] over {', '.join(s.run_ids)}: {s.items} items, "
               f"seed {s.seed}, {s.double_review} marked for a second review, read in "
               f"{s.order} order")
@@ -123,6 +154,24 @@ def print_summary(s: QueueSummary) -> None:
         if s.categories.get(name):
             table.add_row(name, str(s.categories[name]), CATEGORY_HELP[name])
     print_table(table)
+    print_points(s.operating_points)
+    for p in s.proposals:
+        out.print(f"domain {escape(p['domain'])}: {p['new']} reviewed claims since its rule "
+                  f"was fitted ({p['decided']} in all); propose a domain head with "
+                  f"`{escape(p['command'])}` (the adoption rule decides), then set its "
+                  f"threshold with `judge queue threshold --domain {escape(p['domain'])}`")
+
+
+def print_points(points: list[dict[str, Any]]) -> None:
+    """The operating points that decided a queue, one line each."""
+    from rich.markup import escape
+
+    for p in points:
+        where = f" domain {p['domain']}" if p["domain"] else ""
+        source = {"gold": "set from gold", "default": "packaged default",
+                  "configured": "no operating point"}[p["source"]]
+        out.print(f"operating point of {escape(p['judge_version'])}{escape(where)} "
+                  f"({source}): {escape(p['statement'])}")
 
 
 @queue_app.command("list")
@@ -308,3 +357,84 @@ def import_cmd(
     except (QueueError, ReviewError, UnicodeDecodeError) as exc:
         fail(str(exc))
     report_import(result, as_json, dry_run, "label(s)", "line(s) without a label")
+
+
+@queue_app.command("threshold")
+def threshold(
+    db: Path = EXISTING_DB_OPTION,
+    gold: Path | None = typer.Option(
+        None, "--gold", help="Gold file (JSONL) judged in this store; default: the reviews "
+        "people decided in the store."),
+    judge_version: str | None = typer.Option(
+        None, "--judge-version", help="Judge version (id or unique prefix); default: the one "
+        "that judged the gold."),
+    domain: list[str] = typer.Option(
+        None, "--domain", help="Set the point of this domain only (repeatable); default: the "
+        "version-wide point and every domain whose own gold is enough."),
+    recall: float | None = typer.Option(
+        None, "--recall", min=0.01, max=0.999,
+        help="Target recall (default: [review] target_recall, 0.9)."),
+    confidence: float | None = typer.Option(
+        None, "--confidence", min=0.01, max=0.999,
+        help="Confidence of the stated recall (default: [review] confidence, 0.9)."),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Judge config whose [review] table gives the defaults."),
+    as_json: bool = typer.Option(False, "--json", help="Print the points as JSON."),
+) -> None:
+    """Set the queue's operating point from human gold: the support threshold that catches
+    the target recall of problem claims with the stated confidence (exact binomial bound,
+    docs/review.md#triage). Stored with the gold's hash, size and bound; the next `judge
+    queue build` uses it. Zero model calls."""
+    from judge.cli.common import load_config
+    from judge.evaluation import EvaluationError
+    from judge.evaluation.gold import GoldRejected, read_gold
+    from judge.fitting import FitRefused
+    from judge.fitting.items import gold_from_store
+    from judge.review.triage import TriageError, gold_scores, set_point
+
+    review = load_config(config).review
+    target = review.target_recall if recall is None else recall
+    conf = review.confidence if confidence is None else confidence
+    store = open_store(db, must_exist=True)
+    try:
+        if gold is not None:
+            if not gold.exists():
+                fail(f"{gold} does not exist")
+            gold_file = read_gold(gold)
+            if not gold_file.ok:
+                raise GoldRejected(gold_file)
+        else:
+            gold_file = gold_from_store(store)
+        data = gold_scores(store, gold_file, judge_version)
+        wanted = list(domain or [])
+        automatic = not wanted
+        if automatic:
+            counts: dict[str, int] = {}
+            for d, problem in zip(data.domains, data.problems, strict=True):
+                counts[d] = counts.get(d, 0) + int(problem)
+            wanted = [""] + sorted(d for d in counts if d)
+        results = []
+        for d in wanted:
+            point, row = set_point(store, data, domain=d, target_recall=target,
+                                   confidence=conf, created_by="cli",
+                                   gold_source=str(gold) if gold else "reviews in the store")
+            results.append({"domain": d, "id": row["id"], "sufficient": point.sufficient,
+                            "statement": point.statement(),
+                            **point.model_dump(mode="json")})
+    except (EvaluationError, FitRefused, TriageError, GoldRejected) as exc:
+        fail(str(exc))
+    if as_json:
+        print_json({"judge_version": data.judge_version, "gold": data.gold,
+                    "unscored": data.unscored, "points": results})
+        return
+    from rich.markup import escape
+
+    out.print(f"judge version {escape(data.judge_version)}, gold {escape(str(data.gold['file']))}"
+              f" ({data.gold['matched']} matched claims)")
+    for r in results:
+        where = f"domain {r['domain']}" if r["domain"] else "version-wide"
+        mark = "" if r["sufficient"] else " [not used: too little gold]"
+        out.print(f"  {escape(where)}: {escape(r['statement'])}{escape(mark)}")
+    if data.unscored:
+        out.print(f"  {data.unscored} gold claim(s) have no support score (a judge that "
+                  "answers with labels): the queue flags them by label")

@@ -90,6 +90,8 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
             except tomllib.TOMLDecodeError as exc:
                 raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
             data = _heads_beside(dict(raw.get("judge", raw)), path.parent)
+            if "judge" in raw and isinstance(raw.get("review"), dict):
+                data["review"] = raw["review"]  # the [review] table beside [judge]
         data.update({k: v for k, v in overrides.items() if v is not None})
         if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
             data = {**EMBEDDED_PROFILE, **data}

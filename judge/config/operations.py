@@ -7,6 +7,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judge.config.review import ReviewSettings
+
 
 class OperationalSettings(BaseModel):
     """How a run goes, not what it decides: no field here is part of the judge version."""
@@ -34,6 +36,8 @@ class OperationalSettings(BaseModel):
     #: across all calls in flight; with the Ray executor each worker takes an equal share
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
+    #: the review queue's target recall and learning settings (the ``[review]`` table)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     def calls_in_flight(self) -> int:
         """Model calls in flight at once (``call_concurrency``, default 4 x concurrency)."""

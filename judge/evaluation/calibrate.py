@@ -14,11 +14,19 @@ from calibration import (
     HumanLabel,
     build_calibration_report,
 )
+from judge.config.review import ReviewSettings
 from judge.evaluation import CalibrationRefused, EvaluationError
 from judge.evaluation.gold import GoldEntry, GoldFile
 from judge.evaluation.matching import ClaimRef, Matching, StoreIndex, gold_to_records, match_gold
 from judge.models.identity import normalize_model, self_grading_reason
-from judge.review.queue import claim_reasons, reading_positions
+from judge.review.queue import (
+    DEFAULT_PRIORITY,
+    PointFinder,
+    claim_reasons,
+    classify,
+    reading_positions,
+)
+from judge.review.triage import forced
 from judge.store import Store
 
 # --------------------------------------------------------------------------- provenance
@@ -78,6 +86,11 @@ class CalibrationOutcome:
     gold: dict[str, Any]
     #: the judge version's configured threshold (``queue_points`` show the others)
     review_support_below: float | None = None
+    #: the operating points that decided ``in_queue`` (:mod:`judge.review.triage`)
+    operating_points: list[dict[str, Any]] | None = None
+    #: what the reviews of the newest queue of this version say of its recall
+    #: (:func:`judge.review.triage.recall_watch`)
+    recall_watch: dict[str, Any] | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -113,22 +126,31 @@ def validity_gate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def calibration_items(
-    matching: Matching,
+    matching: Matching, point_of: PointFinder | None = None,
 ) -> tuple[list[CalibrationItem], list[HumanLabel], dict[str, int], list[str]]:
-    """Calibration items, people's labels (when some claim has two), stratum sizes, notes."""
+    """Calibration items, people's labels (when some claim has two), stratum sizes, notes.
+    A claim is in the queue as a queue over it would take it: by its operating point
+    (``point_of``), else by the verdict's own review flag."""
     items: list[CalibrationItem] = []
     labels: dict[str, list[tuple[str, str]]] = {}
     population: dict[str, int] = {}
     notes: list[str] = []
     # the default queue's reading order over these claims, for the budget figures
-    positions = reading_positions([m.row for m in matching.matched])
+    positions = reading_positions([m.row for m in matching.matched], point_of=point_of)
+    rank = {name: i for i, name in enumerate(DEFAULT_PRIORITY)}
     for m in matching.matched:
         gold, row = m.entry.item, m.row
+        point = point_of(row) if point_of is not None else None
+        in_queue = bool(row["review"])
+        flagged = any(r != "doubtful_support" for r in claim_reasons(row))
+        if point is not None and point.threshold is not None and row.get("support") is not None:
+            in_queue = classify(row, rank, point)[1] != "passed"
+            flagged = forced(row["label"], claim_reasons(row))
         items.append(CalibrationItem(
             claim_id=row["claim_id"], gold_label=gold.label, gold_subtype=gold.subtype,
-            judge_label=row["label"], judge_subtype=row["subtype"], in_queue=bool(row["review"]),
+            judge_label=row["label"], judge_subtype=row["subtype"], in_queue=in_queue,
             queue_position=positions.get(row["claim_id"]), support=row.get("support"),
-            flagged=any(r != "doubtful_support" for r in claim_reasons(row)),
+            flagged=flagged,
             weight=gold.sampled_weight, stratum=gold.stratum, dataset=gold.dataset,
         ))
         labels[row["claim_id"]] = list(gold.person_labels())
@@ -161,8 +183,11 @@ def calibrate(
     restrict: set[str] | None = None,
     index: StoreIndex | None = None,
     n_resamples: int | None = None,
+    review: ReviewSettings | None = None,
 ) -> CalibrationOutcome:
-    """The calibration report of one judge version against a (validated) gold file."""
+    """The calibration report of one judge version against a (validated) gold file. The
+    queue figures follow the version's operating point for ``review``'s target recall
+    (:mod:`judge.review.triage`)."""
     entries = list(gold.entries if entries is None else entries)
     index = index or StoreIndex(store)
     if refs is None:  # claims judged by `judge eval-gold` are found by their exact ids
@@ -178,7 +203,8 @@ def calibrate(
             f"no gold item of {gold.path} has a verdict by judge {judge_version} "
             f"({len(matching.refused)} refused, {len(matching.not_judged)} not judged); run "
             f"`judge eval-gold {gold.path} --db {store.path}` to judge them")
-    items, human, population, notes = calibration_items(matching)
+    point_of = PointFinder(store, review or ReviewSettings())
+    items, human, population, notes = calibration_items(matching, point_of)
     kwargs: dict[str, Any] = {}
     if n_resamples is not None:
         kwargs["n_resamples"] = n_resamples
@@ -200,12 +226,20 @@ def calibrate(
     return CalibrationOutcome(
         review_support_below=index.configs[judge_version].get("review_support_below"),
         report=report, matching=matching, model=index.models[judge_version], gate=gate,
+        operating_points=point_of.used(), recall_watch=_watch(store, judge_version),
         gold={"file": str(gold.path), "sha256": gold.sha256, "items": len(entries),
               "matched": len(matching.matched),
               "matched_by": {how: sum(1 for m in matching.matched if m.how == how)
                              for how in ("eval", "claim_id", "text")},
               "duplicates": len(matching.duplicates)},
     )
+
+
+def _watch(store: Store, judge_version: str) -> dict[str, Any] | None:
+    from judge.review.triage import recall_watch
+
+    queues = [q for q in store.queue_rows() if judge_version in (q["judge_versions"] or [])]
+    return recall_watch(store, queues[-1]["id"]) if queues else None
 
 
 def pick_version(

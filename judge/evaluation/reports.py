@@ -129,6 +129,8 @@ def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
         "judge_version": r.judge_version,
         "model": outcome.model,
         "review_support_below": outcome.review_support_below,
+        "operating_points": outcome.operating_points or [],
+        "recall_watch": outcome.recall_watch,
         **flatten_figures(r),
         "refused_answers": {
             "count": len(m.refused),
@@ -161,6 +163,14 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _watch_html(watch: dict[str, Any] | None) -> list[str]:
+    if not watch:
+        return []
+    bad = watch["status"] in ("below", "significantly_below")
+    return [f"<p id=\"recall-watch\" class=\"{'bad' if bad else ''}\">Recall watch (queue "
+            f"{_esc(watch['queue_id'])}): {_esc(watch['message'])}</p>"]
+
+
 def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and coverage") -> str:
     """A section the calibration package's page does not have: the validity gate (apart from
     the rates), refused answers and gold items without a verdict, and the gold file."""
@@ -181,6 +191,11 @@ def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and co
         f"<p>Gate: <b class=\"{'' if g['passed'] else 'bad'}\">{status}</b>. Answer citations "
         f"that do not resolve (the answer's fault, sent to review): "
         f"{g['answer_citation_failures']}.</p>",
+        "<h3 id=\"operating-point\">Operating point of the queue</h3>",
+        *[f"<p>{_esc(p['judge_version'])}{' domain ' + _esc(p['domain']) if p['domain'] else ''}"
+          f" ({_esc(p['source'])}): {_esc(p['statement'])}</p>"
+          for p in outcome.operating_points or []],
+        *_watch_html(outcome.recall_watch),
         "<h3>Coverage of the gold file</h3>",
         f"<p>Gold file <code>{_esc(outcome.gold['file'])}</code> (sha256 "
         f"{_esc(outcome.gold['sha256'][:12])}): {outcome.gold['items']} items; "

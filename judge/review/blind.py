@@ -32,7 +32,7 @@ BLIND_FIELDS = ("id", "queue_id", "subject", "kind", "claim_id", "answer_id", "r
                 "reviews_required", "state", "reviewers")
 #: What only a revealed view shows: the judge's reasons and the design of the queue.
 JUDGE_FIELDS = ("position", "category", "reasons", "stratum", "stratum_size", "sample_size",
-                "weight", "verdict_id", "judge_version")
+                "weight", "verdict_id", "judge_version", "inclusion_probability", "support")
 #: What a blind viewer does not see of a queue (how many claims the judge passed or flagged).
 JUDGE_QUEUE_FIELDS = ("strata",)
 #: The viewer of exports (files that leave the project).
@@ -73,9 +73,11 @@ def visible_queue(queue: dict[str, Any], reveal: bool) -> dict[str, Any]:
 
 
 def visible_counts(counts: dict[str, Any], reveal: bool) -> dict[str, Any]:
-    """Dashboard figures as a viewer may see them (blind: no progress by stratum, which would
-    tell, after one review and a reload, the stratum of the item just reviewed)."""
-    return dict(counts) if reveal else {k: v for k, v in counts.items() if k != "strata"}
+    """Dashboard figures as a viewer may see them (blind: no progress by stratum and no
+    recall watch, which would tell, after one review and a reload, the stratum of the item
+    just reviewed)."""
+    return dict(counts) if reveal else {k: v for k, v in counts.items()
+                                        if k not in ("strata", "recall_watch")}
 
 
 def allowed_filter(stratum: str | None, reveal: bool) -> None:

@@ -5,14 +5,28 @@ than ``supported``, a failed deterministic check, a ``judge_error``, a missing c
 evidence), every answer the judge refused to grade (self-grading), and a seeded random sample
 of the claims that passed, so the pass rate can be estimated.
 
+Which claims are flagged follows the judge version's **operating point**
+(:mod:`judge.review.triage`): a claim whose support score is below the threshold set from
+human gold for a target recall, or that the program forces (a failed check, a
+``judge_error``, an uncovered sentence ...). For a judge that gives no support score, its
+labels and review reasons flag (a label other than ``supported``, a failed check, a missing
+citation, weak evidence).
+
 Strata partition every claim and refused answer in the queue's scope, so that estimates from
 the reviewed items can be weighted back to the whole (stratum size / sample size):
 
-- ``flagged``: claims the judge or a check flagged: all included, weight 1;
+- ``flagged``: claims the operating point (or the judge or a check) flagged: all included,
+  weight 1;
 - ``judge_error``: claims the judge could not label: all included, weight 1;
 - ``refused``: answers refused for self-grading (reviewed as a whole): all included, weight 1;
-- ``passed``: supported, every check passed, not flagged: ``sample_size`` of ``stratum_size``
-  drawn with the recorded seed; each sampled item weighs ``stratum_size / sample_size``.
+- ``near_threshold``: the passed claims nearest the threshold, the reviews that teach the
+  most (``informative_share`` of the queue, default 10%): all of them included, weight 1;
+- ``passed``: the other passed claims: ``sample_size`` of ``stratum_size`` drawn with the
+  recorded seed; each sampled item weighs ``stratum_size / sample_size``.
+
+Every item records its inclusion probability (1 / weight): the near-threshold stratum is a
+census of claims chosen by their score, known before any review, so weighted estimates stay
+unbiased.
 
 Every item also has a *category*, its most urgent reason under the configured priority order,
 and a ``position`` (1 = review first). The reading order (``order``) is ``risk`` by default:
@@ -32,7 +46,7 @@ import math
 import random
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +60,16 @@ from judge.review.reviews import (
     current_reviews,
     subject_state,
 )
+from judge.review.triage import (
+    ActivePoint,
+    active_point,
+    domains_of,
+    flag_score,
+    refit_proposals,
+)
 
 if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
+    from judge.config.review import ReviewSettings
     from judge.store import Store
 
 #: Categories in the default priority order (first = most urgent).
@@ -62,7 +84,9 @@ DEFAULT_PRIORITY: tuple[str, ...] = (
     "not_verifiable",
     "missing_citation",
     "weak_evidence",
+    "low_support",
     "other_flag",
+    "near_threshold",
     "sampled_pass",
 )
 #: Reading orders of a queue (see the module docstring); the first is the default.
@@ -79,10 +103,14 @@ CATEGORY_HELP = {
     "not_verifiable": "the judge labelled the claim not_verifiable",
     "missing_citation": "the claim cites nothing",
     "weak_evidence": "supported, but the computed evidence strength is weak",
+    "low_support": "the judge's support score is below the operating point's threshold",
+    "near_threshold": "a passed claim just above the threshold: read to learn where it lies",
     "other_flag": "flagged for another reason",
     "sampled_pass": "a random sample of the claims that passed",
 }
-STRATA = ("flagged", "judge_error", "refused", "passed")
+STRATA = ("flagged", "judge_error", "refused", "near_threshold", "passed")
+#: Strata of claims the queue passed (their problems are what the queue misses).
+PASSED_STRATA = ("near_threshold", "passed")
 
 DEFAULT_SAMPLE_RATE = 0.1
 DEFAULT_MIN_SAMPLE = 20
@@ -124,8 +152,19 @@ class QueueOptions:
     double_fraction: float = DEFAULT_DOUBLE_FRACTION
     priority: tuple[str, ...] = DEFAULT_PRIORITY
     order: str = ORDERS[0]
+    #: the operating point's target recall and confidence (``[review]`` settings)
+    target_recall: float = 0.9
+    confidence: float = 0.9
+    #: the share of the queue given to passed claims nearest the threshold
+    informative_share: float = 0.1
 
     def __post_init__(self) -> None:
+        if not 0.0 < self.target_recall < 1.0:
+            raise QueueError(f"target recall {self.target_recall} is outside (0, 1)")
+        if not 0.0 < self.confidence < 1.0:
+            raise QueueError(f"confidence {self.confidence} is outside (0, 1)")
+        if not 0.0 <= self.informative_share < 1.0:
+            raise QueueError(f"informative share {self.informative_share} is outside [0, 1)")
         if self.order not in ORDERS:
             raise QueueError(f"unknown queue order {self.order!r}; known: {', '.join(ORDERS)}")
         if not 0.0 <= self.sample_rate <= 1.0:
@@ -208,19 +247,33 @@ def verified_defect(reasons: Iterable[str]) -> bool:
 def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_id: str,
                 idx: int, subject: str) -> tuple[Any, ...]:
     """Sort key of a queue item under ``order`` (:data:`ORDERS`): ``risk`` reads flagged
-    items by falling :func:`risk` (category rank, then input order, break ties) and the
-    sampled passes last; ``priority`` reads by category rank, then input order."""
+    items by falling :func:`risk` (category rank, then input order, break ties), then the
+    passed claims nearest the threshold, and the sampled passes last; ``priority`` reads by
+    category rank, then input order."""
     if order == "risk":
-        return (stratum == "passed", -risk_value, rank, answer_id, idx, subject)
+        group = PASSED_STRATA.index(stratum) + 1 if stratum in PASSED_STRATA else 0
+        return (group, -risk_value, rank, answer_id, idx, subject)
     return (rank, answer_id, idx, subject)
 
 
-def classify(row: dict[str, Any], rank: dict[str, int]) -> tuple[list[str], str, str]:
+#: The operating point of a verdict row (None: flag by labels and reasons).
+PointOf = Callable[[dict[str, Any]], "ActivePoint | None"]
+
+
+def classify(row: dict[str, Any], rank: dict[str, int], point: ActivePoint | None = None
+             ) -> tuple[list[str], str, str]:
     """(reasons, stratum, category) of a stored claim verdict row; ``rank`` maps each
-    category to its place in the priority order."""
+    category to its place in the priority order. With an operating ``point`` that has a
+    threshold and a row with a support score, the point decides whether it is flagged
+    (:mod:`judge.review.triage`); otherwise its labels and reasons do."""
     reasons = claim_reasons(row)
     found = categories(row, reasons)
-    if not found and not row["review"]:
+    flagged = point.flags(flag_score(row)) if point is not None else None
+    if flagged is None:
+        flagged = bool(found) or bool(row["review"])
+    elif flagged:
+        found = found or {"low_support"}
+    if not flagged:
         return reasons, "passed", "sampled_pass"
     found = found or {"other_flag"}
     stratum = "judge_error" if row["label"] == JUDGE_ERROR else "flagged"
@@ -228,14 +281,17 @@ def classify(row: dict[str, Any], rank: dict[str, int]) -> tuple[list[str], str,
 
 
 def reading_positions(rows: Iterable[dict[str, Any]], order: str = ORDERS[0],
-                      priority: Sequence[str] = DEFAULT_PRIORITY) -> dict[str, int]:
+                      priority: Sequence[str] = DEFAULT_PRIORITY,
+                      point_of: PointOf | None = None) -> dict[str, int]:
     """Where each flagged claim of ``rows`` (stored verdict rows of one judge version) comes
     in the reading order of a queue over them, by claim id (1 = read first). Passed claims
-    have no position: the queue only samples them to estimate the pass rate."""
+    have no position: the queue only samples them to estimate the pass rate. ``point_of``
+    gives each row's operating point (default: flag by labels and reasons)."""
     rank = {name: i for i, name in enumerate(priority_order(list(priority)))}
     keyed = []
     for row in rows:
-        reasons, stratum, category = classify(row, rank)
+        reasons, stratum, category = classify(row, rank,
+                                              point_of(row) if point_of else None)
         if stratum != "passed":
             keyed.append((reading_key(order, stratum, risk(row.get("support"), reasons),
                                       rank[category], row["answer_id"], row["idx"],
@@ -263,6 +319,7 @@ class Candidate:
     rank: int
     idx: int = 0
     risk: float = 1.0  # see risk()
+    support: float | None = None
 
 
 @dataclass
@@ -276,28 +333,63 @@ class QueueSummary:
     double_review: int
     priority: list[str] = field(default_factory=list)
     order: str = ORDERS[0]
+    #: the operating points that decided the flags (:meth:`ActivePoint.as_dict`)
+    operating_points: list[dict[str, Any]] = field(default_factory=list)
+    informative_share: float = 0.0
+    #: domains with enough new reviews for `judge fit --domain` (:func:`refit_proposals`)
+    proposals: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "queue_id": self.queue_id, "run_ids": self.run_ids, "seed": self.seed,
             "items": self.items, "strata": self.strata, "categories": self.categories,
             "double_review": self.double_review, "priority": self.priority,
-            "order": self.order,
+            "order": self.order, "operating_points": self.operating_points,
+            "informative_share": self.informative_share, "proposals": self.proposals,
         }
 
 
-def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...]) -> list[Candidate]:
+class PointFinder:
+    """Each verdict row's operating point (per judge version and domain, looked up once)."""
+
+    def __init__(self, store: Store, settings: ReviewSettings) -> None:
+        self.store, self.settings = store, settings
+        self.points: dict[tuple[str, str], ActivePoint] = {}
+        self.domains: dict[str, str] = {}
+
+    def __call__(self, row: dict[str, Any]) -> ActivePoint:
+        if row["answer_id"] not in self.domains:
+            self.domains.update(domains_of(self.store, [row["answer_id"]]))
+        key = (row["judge_version"], self.domains.get(row["answer_id"], ""))
+        if key not in self.points:
+            self.points[key] = active_point(self.store, *key, self.settings)
+        return self.points[key]
+
+    def prefetch(self, answer_ids: Iterable[str]) -> None:
+        self.domains.update(domains_of(self.store, answer_ids))
+
+    def used(self) -> list[dict[str, Any]]:
+        seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for p in self.points.values():
+            seen.setdefault((p.judge_version, p.domain, p.source, p.point_id), p.as_dict())
+        return list(seen.values())
+
+
+def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...],
+                point_of: PointFinder) -> list[Candidate]:
     rank = {name: i for i, name in enumerate(order)}
     by_subject: dict[str, Candidate] = {}
     for run_id in run_ids:
-        for row in store.verdict_rows(run_id=run_id):
-            reasons, stratum, category = classify(row, rank)
+        rows = list(store.verdict_rows(run_id=run_id))
+        point_of.prefetch(r["answer_id"] for r in rows)
+        for row in rows:
+            reasons, stratum, category = classify(row, rank, point_of(row))
             cand = Candidate(
                 subject=row["claim_id"], kind="claim", answer_id=row["answer_id"],
                 claim_id=row["claim_id"], verdict_id=row["id"],
                 judge_version=row["judge_version"], run_id=row["run_id"], reasons=reasons,
                 stratum=stratum, category=category, rank=rank[category], idx=row["idx"],
-                risk=risk(row.get("support"), reasons),
+                risk=risk(row.get("support"), reasons), support=row.get("support"),
             )
             prev = by_subject.get(cand.subject)
             # Across judge versions a claim is one item: its most urgent verdict wins.
@@ -354,23 +446,13 @@ def build_queue(
             store.run(run_id)
         except StoreError as exc:
             raise QueueError(str(exc)) from exc
-    cands = _candidates(store, run_ids, order)
-    sizes = Counter(c.stratum for c in cands)
-    passed = sorted((c for c in cands if c.stratum == "passed"), key=lambda c: c.subject)
-    n_pass = sample_size(len(passed), options.sample_rate, options.min_sample)
-    sampled = random.Random(f"{options.seed}:passed").sample(passed, n_pass)
-    chosen = [c for c in cands if c.stratum != "passed"] + sampled
-    chosen.sort(key=lambda c: reading_key(options.order, c.stratum, c.risk, c.rank,
-                                          c.answer_id, c.idx, c.subject))
-    strata: dict[str, dict[str, Any]] = {}
-    for name in STRATA:
-        size = sizes.get(name, 0)
-        if not size:
-            continue
-        n = n_pass if name == "passed" else size
-        strata[name] = {
-            "stratum_size": size, "sample_size": n, "weight": (size / n) if n else None,
-        }
+    from judge.config.review import ReviewSettings
+
+    point_of = PointFinder(store, ReviewSettings(
+        target_recall=options.target_recall, confidence=options.confidence,
+        informative_share=options.informative_share))
+    cands = _candidates(store, run_ids, order, point_of)
+    chosen, strata = draw(cands, options, order)
     n_double = 0
     if options.double_fraction > 0 and chosen:
         n_double = max(1, round(options.double_fraction * len(chosen)))
@@ -391,6 +473,8 @@ def build_queue(
             "reasons": json.dumps(c.reasons, ensure_ascii=False), "stratum": c.stratum,
             "stratum_size": s["stratum_size"], "sample_size": s["sample_size"],
             "weight": s["weight"], "reviews_required": 2 if c.subject in double else 1,
+            "inclusion_probability": s["sample_size"] / s["stratum_size"],
+            "support": c.support,
         })
     store.insert_queue({
             "id": queue_id, "created_at": stamp, "run_ids": json.dumps(run_ids),
@@ -400,12 +484,72 @@ def build_queue(
             "ordering": options.order,
             "strata": json.dumps(strata), "items": len(rows), "created_by": created_by,
             "blind_seed": secrets.randbits(62),
+            "operating_points": json.dumps(point_of.used(), ensure_ascii=False),
+            "informative_share": options.informative_share,
         }, rows)
     return QueueSummary(
         queue_id=queue_id, run_ids=run_ids, seed=options.seed, items=len(rows), strata=strata,
         categories=dict(Counter(c.category for c in chosen)), double_review=len(double),
-        priority=list(order), order=options.order,
+        priority=list(order), order=options.order, operating_points=point_of.used(),
+        informative_share=options.informative_share,
+        proposals=_proposals(store, versions, point_of.settings),
     )
+
+
+def _proposals(store: Store, versions: Sequence[str], settings: ReviewSettings
+               ) -> list[dict[str, Any]]:
+    configs = {r["id"]: json.loads(r["config"]) for r in store.judge_versions()}
+    found: dict[str, dict[str, Any]] = {}
+    for version in versions:
+        for p in refit_proposals(store, configs.get(version, {}), settings):
+            found.setdefault(p["domain"], {**p, "judge_version": version})
+    return list(found.values())
+
+
+def draw(cands: Sequence[Candidate], options: QueueOptions, order: Sequence[str]
+         ) -> tuple[list[Candidate], dict[str, dict[str, Any]]]:
+    """The queue's design over classified candidates: the passed claims nearest the
+    threshold move to the ``near_threshold`` stratum (all taken), the other passed claims are
+    sampled with the seed; every other stratum is taken whole. Returns the chosen candidates
+    in reading order and each stratum's size, sample size and weight."""
+    passed = sorted((c for c in cands if c.stratum == "passed"), key=lambda c: c.subject)
+    near = nearest_passed(passed, len(cands) - len(passed), options)
+    passed = [c for c in passed if c.subject not in near]
+    for c in cands:
+        if c.subject in near:
+            c.stratum, c.category = "near_threshold", "near_threshold"
+            c.rank = list(order).index("near_threshold")
+    sizes = Counter(c.stratum for c in cands)
+    n_pass = sample_size(len(passed), options.sample_rate, options.min_sample)
+    sampled = random.Random(f"{options.seed}:passed").sample(passed, n_pass)
+    chosen = [c for c in cands if c.stratum != "passed"] + sampled
+    chosen.sort(key=lambda c: reading_key(options.order, c.stratum, c.risk, c.rank,
+                                          c.answer_id, c.idx, c.subject))
+    strata: dict[str, dict[str, Any]] = {}
+    for name in STRATA:
+        size = sizes.get(name, 0)
+        if not size:
+            continue
+        n = n_pass if name == "passed" else size
+        strata[name] = {
+            "stratum_size": size, "sample_size": n, "weight": (size / n) if n else None,
+        }
+    return chosen, strata
+
+
+def nearest_passed(passed: Sequence[Candidate], others: int, options: QueueOptions
+                   ) -> set[str]:
+    """The subjects of the passed claims nearest the threshold (lowest support first), so
+    many that they make ``informative_share`` of the queue (``others``: the items the queue
+    takes besides passed claims; the passed sample is added to it as it will be)."""
+    share = options.informative_share
+    scored = [c for c in passed if c.support is not None]
+    if share <= 0 or not scored:
+        return set()
+    expected = others + sample_size(len(passed), options.sample_rate, options.min_sample)
+    n = min(len(scored), math.ceil(share / (1 - share) * expected - 1e-9))
+    scored.sort(key=lambda c: (c.support, c.subject))
+    return {c.subject for c in scored[:n]}
 
 
 # -- reading --------------------------------------------------------------------------------------

@@ -141,6 +141,15 @@ class QueueIn(Strict):
         "supported, highest first (unrated items and defects a check proved come first); "
         "priority: by category alone",
     )
+    target_recall: float | None = Field(
+        default=None, gt=0.0, lt=1.0, description="share of problem claims the queue must "
+        "catch; the threshold comes from the operating point set from human gold for it "
+        "(default: the service config's [review] target_recall)")
+    confidence: float | None = Field(default=None, gt=0.0, lt=1.0,
+                                     description="confidence of the stated recall")
+    informative_share: float | None = Field(
+        default=None, ge=0.0, lt=1.0, description="share of the queue given to passed claims "
+        "nearest the threshold")
 
 
 # -- judging ----------------------------------------------------------------------------------
@@ -247,14 +256,19 @@ def answer_verdicts(
 
 @router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue",
              dependencies=[Depends(strict_json)])
-def create_queue(body: QueueIn, user: User, store: Db) -> dict[str, Any]:
+def create_queue(body: QueueIn, request: Request, user: User, store: Db) -> dict[str, Any]:
     require_role(user, "admin")
+    review = settings_of(request).judge_config.review
     try:
         run_ids = [r["id"] for r in store.runs()] if body.all_runs else body.run_ids
         options = QueueOptions(
             sample_rate=body.sample_rate, min_sample=body.min_sample, seed=body.seed,
             double_fraction=body.double_fraction, priority=priority_order(body.priority),
             order=body.order,
+            target_recall=body.target_recall or review.target_recall,
+            confidence=body.confidence or review.confidence,
+            informative_share=(review.informative_share if body.informative_share is None
+                               else body.informative_share),
         )
         return build_queue(store, run_ids, options, created_by=user.annotator).as_dict()
     except QueueError as exc:
@@ -266,7 +280,7 @@ def list_queues(request: Request, user: User, store: Db) -> list[dict[str, Any]]
     """Blind unless the server runs with ``reveal_judge``: the strata sizes (how many claims
     the judge passed or flagged) are left out."""
     keys = ["id", "created_at", "run_ids", "seed", "sample_rate", "min_sample",
-            "double_fraction", "items", "strata"]
+            "double_fraction", "items", "strata", "operating_points", "informative_share"]
     reveal = settings_of(request).reveal_judge
     return [{k: v for k, v in visible_queue(q, reveal).items() if k in keys}
             for q in queues(store)]
@@ -462,6 +476,23 @@ def gold(
     finally:
         store.close()
     return StreamingResponse(iter(lines), media_type="application/x-ndjson")
+
+
+@router.get("/queues/{queue_id:path}/recall", tags=["queue"],
+            summary="The recall a queue's reviews show, against the recall it states")
+def queue_recall(queue_id: str, user: User, store: Db) -> dict[str, Any]:
+    """Admin only (the per-stratum figures would tell a reviewer the stratum of an item just
+    reviewed). ``status``: ok, below, significantly_below or not_estimable; ``message`` says
+    it in words. ``queue_id`` may be ``latest``."""
+    from judge.review.triage import recall_watch
+
+    require_role(user, "admin")
+    try:
+        queue = get_queue(store, None if queue_id == "latest" else queue_id)
+    except QueueError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    watch = recall_watch(store, queue["id"])
+    return {"operating_points": queue["operating_points"], **(watch or {})}
 
 
 @router.get("/stats", tags=["review"], summary="Counts by label, subtype, reviewer and state")

@@ -9,6 +9,7 @@ from typing import Any
 
 from judge.review.queue import get_queue, queue_items, state_counts
 from judge.review.reviews import current_reviews
+from judge.review.triage import recall_watch
 from judge.store import Store
 from judge.verdicts import LABELS
 
@@ -37,6 +38,8 @@ def dashboard_counts(store: Store, queue_id: str | None = None) -> dict[str, Any
     return {
         "queue_id": queue["id"],
         "created_at": queue["created_at"],
+        "operating_points": queue.get("operating_points") or [],
+        "recall_watch": recall_watch(store, queue["id"]),
         "seed": queue["seed"],
         "items": len(items),
         "states": state_counts(items),

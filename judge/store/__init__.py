@@ -17,6 +17,7 @@ from judge.store.admission import Admission, AdmissionMixin, AnswerConflict, Lea
 from judge.store.answers import AnswersMixin
 from judge.store.base import StoreError, dumps, now, record_sha, verdict_id
 from judge.store.calls import CallsMixin
+from judge.store.operating import OperatingPointsMixin
 from judge.store.queues import QueuesMixin
 from judge.store.reviews import ReviewsMixin
 from judge.store.runs import RunsMixin
@@ -25,7 +26,8 @@ __all__ = ["Admission", "AnswerConflict", "Lease", "Store", "StoreError", "dumps
            "opened", "record_sha", "verdict_id"]
 
 
-class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, AdmissionMixin):
+class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, AdmissionMixin,
+            OperatingPointsMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""
 

@@ -343,7 +343,7 @@ LINKS: tuple[tuple[str, str, str, str], ...] = (
 # The views of m007. A later migration that rebuilds one of the tables they read keeps them:
 # SQLite re-checks views when a table is renamed, and these name only columns that exist.
 _JOINED = "(select group_concat(value, ', ') from json_each({}))"
-_HUMAN_DECISIONS = """
+HUMAN_DECISIONS = """
 with current_reviews as (
   select r.* from reviews r
   where r.annotator like 'human:%' and r.revision = (
@@ -395,7 +395,7 @@ left join verdicts v on v.id = qi.verdict_id
     # Claims a person decided (an adjudication, else reviewers who all agree) whose label the
     # judge got wrong: lenient (judge supported, people did not), strict (the reverse), or
     # another wrong label. One row per judge version that judged the claim.
-    "calibration_errors": _HUMAN_DECISIONS + """
+    "calibration_errors": HUMAN_DECISIONS + """
 select d.claim_id, v.answer_id, c.text as claim, v.judge_version,
        v.label as judge_label, v.subtype as judge_subtype, v.support,
        d.label as human_label, d.subtype as human_subtype, d.decided_by, d.annotators,
@@ -511,6 +511,28 @@ def m011_probe_heads(db: sqlite_utils.Database) -> None:
     db.table("probe_heads").create(
         {"sha256": str, "body": str, "created_at": str}, pk="sha256"
     )
+
+
+@migration
+def m012_operating_points(db: sqlite_utils.Database) -> None:
+    """The review queue's operating points (:mod:`judge.review.triage`): per judge version
+    and domain (``''``: version-wide), the support threshold set from human gold for a target
+    recall with a stated confidence, with the gold's hash and size and the bound. Not part of
+    the judge version (labels do not change; only who reads what): every queue records the
+    points it used (``queues.operating_points``) and each item its inclusion probability."""
+    db.table("operating_points").create(
+        {"id": str, "judge_version": str, "domain": str, "target_recall": float,
+         "confidence": float, "threshold": float, "sufficient": int, "method": str,
+         "gold_source": str, "gold_sha256": str, "n_gold": int, "n_problems": int,
+         "report": str, "created_at": str, "created_by": str},
+        pk="id",
+    )
+    db.table("operating_points").create_index(
+        ["judge_version", "domain", "target_recall", "confidence"])
+    db.table("queues").add_column("operating_points", str)
+    db.table("queues").add_column("informative_share", float)
+    db.table("queue_items").add_column("inclusion_probability", float)
+    db.table("queue_items").add_column("support", float)
 
 
 @contextmanager

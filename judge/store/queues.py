@@ -12,6 +12,8 @@ from judge.store.base import StoreBase
 def _queue(row: dict[str, Any]) -> dict[str, Any]:
     for key in ("run_ids", "judge_versions", "priority", "strata"):
         row[key] = json.loads(row[key]) if row[key] else None
+    raw = row.get("operating_points")
+    row["operating_points"] = json.loads(raw) if raw else []
     row["ordering"] = row.get("ordering") or "priority"  # the only order before m005
     return row
 

@@ -109,3 +109,21 @@ class ReviewsMixin(StoreBase):
             sql += " and qi.queue_id = ?"
             params.append(queue_id)
         return self.rows(sql + " order by q.created_at, qi.position", params)
+
+    def decided_labels(self) -> dict[str, str]:
+        """Subject -> the label people decided (an adjudication, else reviewers who agree;
+        people only, ``human:`` annotators)."""
+        from judge.store.migrations import HUMAN_DECISIONS
+
+        return {r["subject"]: r["label"] for r in self.db.query(
+            HUMAN_DECISIONS + "select subject, label from decisions")}
+
+    def decided_by_domain(self) -> dict[str, int]:
+        """Claims people decided, counted by their answer's domain tag ('' without one)."""
+        from judge.store.migrations import HUMAN_DECISIONS
+
+        rows = self.db.query(
+            HUMAN_DECISIONS + "select coalesce(json_extract(a.record, '$.domain'), '') as domain,"
+            " count(*) as n from decisions d join claims c on c.id = d.claim_id "
+            "join answers a on a.id = c.answer_id group by 1")
+        return {r["domain"]: r["n"] for r in rows}

@@ -366,7 +366,9 @@ def test_a_claim_whose_check_fails_is_read_first_whatever_its_support(
     quoted = next(r for r in rows.values() if r["claim"] == "The bridge opened in 1932.")
     assert quoted["label"] == "supported" and quoted["support"] > 0.9
     assert "check:quote_found" in quoted["review_reasons"]
-    queue = build_queue(store, options=QueueOptions(sample_rate=0.0, min_sample=0,
-                                                    double_fraction=0.0))
+    queue = build_queue(store, options=QueueOptions(
+        sample_rate=0.0, min_sample=0, informative_share=0.0, double_fraction=0.0))
+
+
     read = [rows[i["claim_id"]]["claim"] for i in queue_items(store, queue.queue_id)]
     assert read == ["The bridge opened in 1932.", "The bridge is red."]

@@ -1,0 +1,409 @@
+"""Triage at a stated recall: which claims the review queue takes, by an operating point set
+from human gold.
+
+A claim goes to people when the program or the judge *forces* it (:func:`forced`: a
+``judge_error``, a failed deterministic check, an invented quote, a sentence the split left
+uncovered, a call another model answered, or a flag kept by measurement,
+:data:`KEPT_FLAGS`), or when its support score (the judge's probability that the claim is
+supported) is below the **operating point**'s threshold. Refused answers always go.
+
+The threshold is set per judge version (and per domain, where the domain's own gold is
+enough) by :func:`calibration.operating_point.set_operating_point`: the smallest threshold
+whose recall of the claims people reject is at least the target (``[review] target_recall``,
+default 0.9) with the stated confidence (default 90%), by the exact binomial bound on the miss
+rate. Where it comes from, first found wins:
+
+1. ``gold``: set from human gold in this store for that version and domain
+   (``judge queue threshold``, or ``judge queue build`` from the store's reviews);
+2. ``gold`` version-wide, when the domain's own gold is too small;
+3. ``default``: the point packaged with the judge version's probe head
+   (``judge/config/operating/``), set on the project's human gold out of fold;
+4. ``configured``: none; the queue flags as before operating points (a label other than
+   ``supported``, a failed check, weak evidence, the version's ``review_support_below``),
+   which catches more and states no recall (said so).
+
+**Not part of the judge version.** Labels do not change with the threshold, only who reads
+what; a queue records the points it used (id, threshold, gold hash, bound) and each item its
+inclusion probability, so every queue stays explainable, and a changed threshold is shown
+beside the version wherever the version is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from judge.errors import JudgeError
+from judge.hashing import content_hash
+from judge.labels import JUDGE_ERROR, Label
+
+if TYPE_CHECKING:
+    from calibration.operating_point import OperatingPoint
+    from judge.config.review import ReviewSettings
+    from judge.evaluation.gold import GoldFile
+    from judge.store import Store
+
+#: Review reasons that send a claim to people whatever its score: what the program proved or
+#: could not decide. (``refused`` answers are never scored and always go.)
+ALWAYS: frozenset[str] = frozenset({
+    JUDGE_ERROR, "invented_quote", "uncovered_sentence", "model_mismatch",
+})
+#: Flags besides the score that were measured to add recall at an acceptable cost, with the
+#: threshold re-set to the same recall (research/triage.py; docs/review.md#triage): a flag
+#: that only moves claims the score already takes, or takes more supported claims than the
+#: lower threshold it allows saves, is not kept.
+KEPT_FLAGS: frozenset[str] = frozenset()
+#: Where the packaged operating points live (one JSON file per probe head).
+PACKAGED = Path(__file__).resolve().parent.parent / "config" / "operating"
+SOURCES = ("gold", "default", "configured")
+
+
+class TriageError(JudgeError, ValueError):
+    """An operating point that cannot be set; the message says why and what to do."""
+
+
+def forced(label: str, reasons: Iterable[str]) -> bool:
+    """Whether the queue takes a claim whatever its support score."""
+    if label == JUDGE_ERROR:
+        return True
+    return any(r in ALWAYS or r in KEPT_FLAGS or r.startswith("check:") for r in reasons)
+
+
+def flag_score(row: dict[str, Any]) -> float | None:
+    """A stored verdict row's flag score: its support, ``-inf`` when it is :func:`forced`, and
+    None when the judge gives no support (strategies that answer with a label: the queue
+    then follows the labels and review reasons, as before operating points)."""
+    from judge.review.queue import claim_reasons
+
+    reasons = claim_reasons(row)
+    if forced(row["label"], reasons):
+        return -math.inf
+    support = row.get("support")
+    return None if support is None else float(support)
+
+
+# -- the point a queue uses -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActivePoint:
+    """The operating point that decides a version's (and domain's) queue."""
+
+    judge_version: str
+    domain: str  # '' = version-wide
+    source: str  # one of SOURCES
+    threshold: float | None
+    target_recall: float
+    confidence: float
+    statement: str
+    point_id: str | None = None
+    gold_sha256: str | None = None
+    n_gold: int | None = None
+    n_problems: int | None = None
+
+    @property
+    def stated(self) -> bool:
+        """Whether this point states a recall (set from gold, here or packaged)."""
+        return self.source in ("gold", "default") and self.threshold is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"judge_version": self.judge_version, "domain": self.domain,
+                "source": self.source, "threshold": self.threshold,
+                "target_recall": self.target_recall, "confidence": self.confidence,
+                "statement": self.statement, "point_id": self.point_id,
+                "gold_sha256": self.gold_sha256, "n_gold": self.n_gold,
+                "n_problems": self.n_problems}
+
+    def flags(self, score: float | None) -> bool | None:
+        """Whether the point sends a claim of this flag score to people (None: no score)."""
+        if score is None or self.threshold is None:
+            return None
+        return score < self.threshold
+
+
+@cache
+def packaged_points(head_sha256: str) -> dict[str, Any] | None:
+    """The operating points packaged for the probe head with this sha256, if any."""
+    if not PACKAGED.is_dir():
+        return None
+    for path in sorted(PACKAGED.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("head_sha256") == head_sha256:
+            return dict(data, file=path.name)
+    return None
+
+
+def _head_sha(config: dict[str, Any], domain: str) -> str | None:
+    rule = (config.get("domain_rules") or {}).get(domain) if domain else None
+    ref = (rule or {}).get("probe_head") or config.get("probe_head")
+    return ref.get("sha256") if isinstance(ref, dict) else None
+
+
+def active_point(store: Store, judge_version: str, domain: str, settings: ReviewSettings,
+                 config: dict[str, Any] | None = None) -> ActivePoint:
+    """The point that decides the queue of ``judge_version`` for ``domain`` ('' for answers
+    without one), in the order of the module docstring."""
+    target, conf = settings.target_recall, settings.confidence
+    for where in dict.fromkeys((domain, "")):
+        row = store.latest_operating_point(judge_version, where, target, conf)
+        if row is not None and row["sufficient"]:
+            return ActivePoint(
+                judge_version, where, "gold", row["threshold"], target, conf,
+                row["report"]["statement"], row["id"], row["gold_sha256"], row["n_gold"],
+                row["n_problems"])
+    if config is None:
+        found = [r for r in store.judge_versions() if r["id"] == judge_version]
+        config = json.loads(found[0]["config"]) if found else {}
+    sha = _head_sha(config, domain)
+    packaged = packaged_points(sha) if sha else None
+    if packaged is not None:
+        for p in packaged["points"]:
+            if abs(p["target_recall"] - target) < 1e-9 and abs(p["confidence"] - conf) < 1e-9:
+                return ActivePoint(
+                    judge_version, "", "default", p["threshold"], target, conf,
+                    f"{p['statement']} (the default set on {packaged['gold']['description']};"
+                    " set it on your own gold with `judge queue threshold`)",
+                    f"default:{packaged['file']}", packaged["gold"]["sha256"], p["n"],
+                    p["n_problems"])
+    below = float(config.get("review_support_below") or 0.0)
+    return ActivePoint(
+        judge_version, "", "configured", None, target, conf,
+        f"no operating point set from gold for recall {target:.2f}: the queue flags by the "
+        f"judge's labels, checks and review reasons (review_support_below {below:g}) and "
+        "states no recall; set one with `judge queue threshold`")
+
+
+def domains_of(store: Store, answer_ids: Iterable[str]) -> dict[str, str]:
+    """Answer id -> its domain tag ('' without one)."""
+    ids = list(dict.fromkeys(answer_ids))
+    out: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in store.db.query(
+                f"select id, json_extract(record, '$.domain') as domain from answers "
+                f"where id in ({marks})", chunk):
+            out[row["id"]] = row["domain"] or ""
+    return out
+
+
+# -- setting a point from gold ---------------------------------------------------------------------
+
+
+@dataclass
+class GoldScores:
+    """Gold claims of one judge version with their flag scores."""
+
+    judge_version: str
+    gold: dict[str, Any]
+    scores: list[float]
+    problems: list[bool]
+    weights: list[float]
+    domains: list[str]
+    #: gold claims the version gives no support score (a strategy without one)
+    unscored: int = 0
+
+
+def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None) -> GoldScores:
+    """The gold items matched to the stored verdicts of ``judge_version`` (default: the one
+    that judged them), with each claim's flag score, whether people rejected it, its design
+    weight and its domain (the answer's tag, else the gold item's dataset)."""
+    from judge.evaluation.calibrate import calibrate
+
+    outcome = calibrate(store, gold, judge_version, n_resamples=0)
+    version = outcome.report.judge_version
+    rows = outcome.matching.matched
+    domains = domains_of(store, (m.row["answer_id"] for m in rows))
+    out = GoldScores(version, outcome.gold, [], [], [], [])
+    for m in rows:
+        score = flag_score(m.row)
+        if score is None:
+            out.unscored += 1
+            continue
+        item = m.entry.item
+        out.scores.append(score)
+        out.problems.append(item.label != Label.SUPPORTED)
+        out.weights.append(item.sampled_weight)
+        out.domains.append(domains.get(m.row["answer_id"]) or item.dataset or "")
+    return out
+
+
+def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall: float = 0.9,
+              confidence: float = 0.9, created_by: str | None = None,
+              gold_source: str = "") -> tuple[OperatingPoint, dict[str, Any]]:
+    """Set, store and return the operating point of ``data.judge_version`` for ``domain``
+    ('' = every gold claim, version-wide)."""
+    from calibration.operating_point import set_operating_point  # scipy: only when setting
+
+    keep = [i for i, d in enumerate(data.domains) if not domain or d == domain]
+    if not keep:
+        known = ", ".join(sorted(set(data.domains) - {""})) or "none"
+        raise TriageError(f"no gold claim of domain {domain!r} has a support score by "
+                          f"{data.judge_version} (domains in the gold: {known})")
+    weights = [data.weights[i] for i in keep]
+    point = set_operating_point(
+        [data.scores[i] for i in keep], [data.problems[i] for i in keep],
+        target_recall=target_recall, confidence=confidence,
+        weights=None if all(w == 1 for w in weights) else weights)
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+    report = {**point.model_dump(mode="json"), "statement": point.statement(),
+              "unscored": data.unscored}
+    row = {
+        "id": "op-" + content_hash([data.judge_version, domain, target_recall, confidence,
+                                    data.gold.get("sha256"), stamp])[:12],
+        "judge_version": data.judge_version, "domain": domain,
+        "target_recall": target_recall, "confidence": confidence,
+        "threshold": point.threshold if point.sufficient else None,
+        "sufficient": int(point.sufficient), "method": point.method,
+        "gold_source": gold_source or str(data.gold.get("file")),
+        "gold_sha256": data.gold.get("sha256"), "n_gold": point.n,
+        "n_problems": point.n_problems, "report": report, "created_at": stamp,
+        "created_by": created_by,
+    }
+    store.insert_operating_point(row)
+    return point, row
+
+
+def points_by_version(store: Store, versions: Sequence[str], settings: ReviewSettings
+                      ) -> dict[str, list[ActivePoint]]:
+    """For ``judge versions`` and summaries: each version's version-wide point and the
+    domains with a point of their own."""
+    out: dict[str, list[ActivePoint]] = {}
+    for version in versions:
+        points = [active_point(store, version, "", settings)]
+        domains = sorted({r["domain"] for r in store.operating_point_rows(version)
+                          if r["domain"] and r["sufficient"]})
+        points += [active_point(store, version, d, settings) for d in domains]
+        out[version] = points
+    return out
+
+
+# -- the guarantee, watched in production ----------------------------------------------------------
+
+#: Strata whose problems the queue caught, and those whose problems it missed.
+CAUGHT_STRATA = ("flagged", "judge_error")
+MISSED_STRATA = ("near_threshold", "passed")
+
+
+def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2000,
+                 seed: int = 0) -> dict[str, Any] | None:
+    """What a queue's reviews say of the recall it delivers, against the recall its
+    operating points state. Each stratum's problem rate among its decided claims (people's
+    labels: an adjudication, else agreeing reviews) is weighted to the stratum's size; the
+    problems of the flagged strata over those of all strata is the estimate, with a
+    stratified bootstrap interval (seeded). ``status``: ``ok``, ``below`` (the estimate is
+    under the target), ``significantly_below`` (so is the whole interval), or
+    ``not_estimable`` (no decided claim among the passed ones yet). Unbiased when the
+    reviewed items of a stratum are a random part of it (the blind pages give each reviewer
+    a shuffled order); the census strata (flagged, near_threshold) need no weighting.
+    None when the store holds no queue."""
+    import numpy as np
+
+    row = store.queue_row(queue_id)
+    if row is None:
+        return None
+    points = row["operating_points"]
+    stated = [p for p in points if p.get("source") in ("gold", "default")
+              and p.get("threshold") is not None]
+    target = min((p["target_recall"] for p in stated), default=None)
+    decided = store.decided_labels()
+    strata: dict[str, dict[str, Any]] = {}
+    outcomes: dict[str, list[int]] = {}
+    for item in store.queue_item_rows(row["id"]):
+        if item["kind"] != "claim" or item["stratum"] not in CAUGHT_STRATA + MISSED_STRATA:
+            continue
+        s = strata.setdefault(item["stratum"], {"size": item["stratum_size"], "reviewed": 0,
+                                                "problems": 0})
+        label = decided.get(item["subject"])
+        if label is None:
+            continue
+        s["reviewed"] += 1
+        s["problems"] += int(label != Label.SUPPORTED)
+        outcomes.setdefault(item["stratum"], []).append(int(label != Label.SUPPORTED))
+
+    def estimate(rates: dict[str, float]) -> float:
+        caught = sum(strata[h]["size"] * rates[h] for h in rates if h in CAUGHT_STRATA)
+        missed = sum(strata[h]["size"] * rates[h] for h in rates if h in MISSED_STRATA)
+        return caught / (caught + missed) if caught + missed > 0 else math.nan
+
+    out: dict[str, Any] = {
+        "queue_id": row["id"], "target_recall": target,
+        "stated_by": [p.get("point_id") or p.get("source") for p in stated],
+        "strata": strata, "recall": None, "ci_low": None, "ci_high": None,
+    }
+    reviewed_missed = sum(strata.get(h, {}).get("reviewed", 0) for h in MISSED_STRATA)
+    reviewed_caught = sum(strata.get(h, {}).get("reviewed", 0) for h in CAUGHT_STRATA)
+    if not reviewed_missed or not reviewed_caught:
+        out["status"] = "not_estimable"
+        out["message"] = ("not yet estimable: people have decided "
+                          f"{reviewed_caught} flagged and {reviewed_missed} passed claim(s) of "
+                          f"queue {row['id']}; the sampled passed claims tell what the queue "
+                          "misses")
+        return out
+    rates = {h: s["problems"] / s["reviewed"] for h, s in strata.items() if s["reviewed"]}
+    value = estimate(rates)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_resamples):
+        boot = {h: float(rng.choice(v, size=len(v)).mean()) for h, v in outcomes.items()}
+        draws.append(estimate(boot))
+    finite = np.array([d for d in draws if math.isfinite(d)])
+    low, high = ((float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975)))
+                 if len(finite) else (math.nan, math.nan))
+    out.update(recall=value, ci_low=low, ci_high=high)
+    if target is None or not math.isfinite(value):
+        out["status"] = "ok" if target is None else "not_estimable"
+        out["message"] = (f"estimated recall {value:.0%} ({low:.0%}-{high:.0%}); the queue "
+                          "states no recall (no operating point set from gold)")
+    elif value >= target:
+        out["status"] = "ok"
+        out["message"] = (f"estimated recall {value:.0%} ({low:.0%}-{high:.0%}) from the "
+                          f"reviews, stated {target:.0%}: holds")
+    else:
+        out["status"] = "significantly_below" if high < target else "below"
+        out["message"] = (f"warning: estimated recall {value:.0%} ({low:.0%}-{high:.0%}) from "
+                          f"the reviews is below the stated {target:.0%}"
+                          + (" (the whole interval)" if high < target else "")
+                          + ": the judge may have drifted from the gold the threshold was set "
+                          "on; set it again on recent reviews (`judge queue threshold`)")
+    return out
+
+
+# -- every review teaches --------------------------------------------------------------------------
+
+
+def refit_proposals(store: Store, config: dict[str, Any], settings: ReviewSettings
+                    ) -> list[dict[str, Any]]:
+    """Domains whose reviews have grown by ``settings.refit_after`` since their rule was
+    fitted (a domain without a rule of its own: since none), each with the command that
+    proposes a domain head; the adoption rule of `judge fit` decides, and the threshold is
+    then set again on the domain's gold (`judge queue threshold --domain`). ``config``: the
+    judge version's stored settings."""
+    rules = config.get("domain_rules") or {}
+    out = []
+    for domain, decided in sorted(store.decided_by_domain().items()):
+        if not domain:
+            continue
+        fitted = _fitted_on(store, (rules.get(domain) or {}).get("probe_head"))
+        new = decided - fitted
+        if new >= settings.refit_after:
+            out.append({"domain": domain, "decided": decided, "fitted_on": fitted, "new": new,
+                        "command": f"judge fit --domain {domain} --adopt -o judge.toml"})
+    return out
+
+
+def _fitted_on(store: Store, ref: Any) -> int:
+    """How many reviewed claims the head ``ref`` was fitted on (0: none, or not known)."""
+    if not isinstance(ref, dict) or not ref.get("sha256"):
+        return 0
+    row = store.one("select body from probe_heads where sha256 = ?", [ref["sha256"]])
+    if row is None:
+        return 0
+    about = json.loads(row["body"]).get("about") or {}
+    return int(about.get("n") or 0)
