@@ -1,0 +1,212 @@
+"""Triage at a stated recall, end to end on a store: the threshold set from a gold file, the
+queue's flags following it, a changed threshold shown wherever the version is, the recall
+watch, and zero model calls after judging."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from judge.api import judge_file
+from judge.cli import _register, app
+from judge.config import JudgeConfig
+from judge.review.queue import (
+    Candidate,
+    QueueOptions,
+    build_queue,
+    draw,
+    priority_order,
+    queue_items,
+)
+from judge.review.reviews import record_review
+from judge.review.triage import recall_watch
+from judge.store import Store
+from tests.conftest import write_jsonl
+from tests.fakes import FakeLLM, Reply, choice_reply
+
+SOURCE = {"id": "s", "text": "The archive lists forty items, each described in one line."}
+NO_SAMPLES = {"sample_rate": 0.0, "min_sample": 0, "double_fraction": 0.0,
+              "informative_share": 0.0}
+
+
+def claim_text(i: int) -> str:
+    """Distinct claims without numbers (a number the source lacks fails a check)."""
+    return f"The {chr(97 + i % 26)}{chr(97 + i // 26)} record is described."
+
+
+@pytest.fixture
+def judged(tmp_path: Path, store: Store, fake_llm: FakeLLM) -> Iterator[dict[str, Any]]:
+    """40 claims of one answer, judged with the scores strategy; each claim's support comes
+    from the option letter's probability the fake model gives (0.30 to 0.99)."""
+    rng = random.Random(5)
+    confidence = {claim_text(i): round(rng.uniform(0.3, 0.99), 3) for i in range(40)}
+
+    def respond(schema: str, messages: list[dict]) -> Reply:  # type: ignore[type-arg]
+        tail = messages[-1]["content"].split("Claim")[-1]
+        claim = next(c for c in confidence if c in tail)
+        return choice_reply("A", confidence[claim])
+
+    fake_llm.responder = respond
+    path = write_jsonl(tmp_path / "answers.jsonl", [{
+        "id": "a", "sources": [SOURCE], "answer": " ".join(confidence),
+        "claims": [{"text": c, "citations": ["s"]} for c in confidence]}])
+    config = JudgeConfig(model="fake/judge-model", strategy="scores", signals=False,
+                         prompts={"split_claims": "v1", "choose_label": "v1"})
+    judge_file(path, config=config, db=store)
+    rows = {r["claim"]: r for r in store.verdict_rows()}
+    assert len(rows) == 40 and all(r["support"] is not None for r in rows.values())
+    # people reject the 26 claims of lowest support but two, and two of the higher ones
+    ranked = sorted(rows, key=lambda c: rows[c]["support"])
+    problems = set(ranked[:24]) | set(ranked[30:32])
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{
+        "id": f"g{i}", "claim": c, "sources": [SOURCE],
+        "label": "not_in_source" if c in problems else "supported",
+        "annotator": "human:alice"} for i, c in enumerate(ranked)])
+    yield {"rows": rows, "problems": problems, "gold": gold, "calls": len(fake_llm.calls),
+           "fake": fake_llm, "db": store.path}
+
+
+def cli(*args: str) -> Any:
+    _register()
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def flagged_claims(store: Store, queue_id: str) -> set[str]:
+    ids = {i["claim_id"] for i in queue_items(store, queue_id) if i["stratum"] == "flagged"}
+    return {r["claim"] for r in store.verdict_rows() if r["claim_id"] in ids}
+
+
+def test_the_queue_flags_exactly_what_the_threshold_set_from_gold_flags(
+        judged: dict[str, Any], store: Store) -> None:
+    db = str(judged["db"])
+    set_ = cli("queue", "threshold", "--db", db, "--gold", str(judged["gold"]), "--json")
+    point = set_["points"][0]
+    assert point["domain"] == "" and point["sufficient"] and point["n_problems"] == 26
+    threshold = point["threshold"]
+    supports = {c: r["support"] for c, r in judged["rows"].items()}
+    below = {c for c, s in supports.items() if s < threshold}
+    # the stated guarantee on the gold itself: at most the allowed misses
+    missed = [c for c in judged["problems"] if supports[c] >= threshold]
+    assert len(missed) == point["gold_misses"] <= 1
+    summary = build_queue(store, options=QueueOptions(**NO_SAMPLES))
+    assert flagged_claims(store, summary.queue_id) == below
+    used = summary.operating_points
+    assert [(p["source"], p["threshold"]) for p in used] == [("gold", threshold)]
+    assert used[0]["gold_sha256"] == set_["gold"]["sha256"] and used[0]["n_gold"] == 40
+    stored = store.queue_row(summary.queue_id)
+    assert stored is not None and stored["operating_points"][0]["threshold"] == threshold
+    # every item records its inclusion probability (1 for the census strata)
+    assert {i["inclusion_probability"] for i in queue_items(store, summary.queue_id)} == {1.0}
+    # nothing after judging called the model
+    assert len(judged["fake"].calls) == judged["calls"]
+
+
+def test_a_changed_threshold_shows_wherever_the_version_is_shown(
+        judged: dict[str, Any], store: Store, tmp_path: Path) -> None:
+    db, gold = str(judged["db"]), str(judged["gold"])
+    before = cli("versions", "--db", db, "--json")[0]["operating_points"]
+    assert before[0]["source"] == "configured" and before[0]["threshold"] is None
+    first = cli("queue", "threshold", "--db", db, "--gold", gold, "--json")["points"][0]
+    lower = cli("queue", "threshold", "--db", db, "--gold", gold, "--recall", "0.8",
+                "--json")["points"][0]
+    assert lower["threshold"] < first["threshold"]
+    shown = cli("versions", "--db", db, "--json")[0]["operating_points"][0]
+    assert (shown["source"], shown["threshold"]) == ("gold", first["threshold"])
+    config = tmp_path / "judge.toml"
+    config.write_text('[judge]\nmodel = "fake/judge-model"\n\n[review]\ntarget_recall = 0.8\n')
+    shown = cli("versions", "--db", db, "-c", str(config), "--json")[0]["operating_points"][0]
+    assert shown["threshold"] == lower["threshold"] and shown["target_recall"] == 0.8
+    summary = cli("queue", "build", "--db", db, "-c", str(config), "--json",
+                  "--sample-rate", "0", "--min-sample", "0", "--informative-share", "0")
+    assert summary["operating_points"][0]["threshold"] == lower["threshold"]
+    below = {c for c, r in judged["rows"].items() if r["support"] < lower["threshold"]}
+    assert flagged_claims(store, summary["queue_id"]) == below
+    report = cli("calibrate", "--db", db, "--gold", gold, "--json")
+    assert report["operating_points"][0]["threshold"] == first["threshold"]  # default 0.9
+    assert len(judged["fake"].calls) == judged["calls"]
+
+
+def test_without_a_point_the_queue_flags_by_labels_and_says_it_states_no_recall(
+        judged: dict[str, Any], store: Store) -> None:
+    summary = build_queue(store, options=QueueOptions(**NO_SAMPLES))
+    point = summary.operating_points[0]
+    assert point["source"] == "configured" and point["threshold"] is None
+    assert "states no recall" in point["statement"]
+    flagged = flagged_claims(store, summary.queue_id)
+    assert flagged == {r["claim"] for r in store.verdict_rows() if r["review"]}
+
+
+def test_the_recall_watch_weighs_the_passed_sample_and_warns_below_the_target(
+        judged: dict[str, Any], store: Store) -> None:
+    db = str(judged["db"])
+    cli("queue", "threshold", "--db", db, "--gold", str(judged["gold"]), "--json")
+    summary = build_queue(store, options=QueueOptions(
+        sample_rate=0.5, min_sample=0, double_fraction=0.0, informative_share=0.0))
+    items = queue_items(store, summary.queue_id)
+    assert recall_watch(store, summary.queue_id)["status"] == "not_estimable"
+    flagged = [i for i in items if i["stratum"] == "flagged"]
+    passed = [i for i in items if i["stratum"] == "passed"]
+    weight = passed[0]["weight"]
+    # people find a problem in every flagged claim and in 2 of the sampled passed claims
+    for item in flagged:
+        record_review(store, item["subject"], "human:alice", "not_in_source",
+                      subtype="unsupported_addition")
+    for k, item in enumerate(passed):
+        if k < 2:
+            record_review(store, item["subject"], "human:alice", "contradicted",
+                          subtype="numeric_or_version_error")
+        else:
+            record_review(store, item["subject"], "human:alice", "supported")
+    watch = recall_watch(store, summary.queue_id)
+    expected = len(flagged) / (len(flagged) + weight * 2)
+    assert watch["recall"] == pytest.approx(expected)
+    assert watch["ci_low"] <= expected <= watch["ci_high"]
+    assert watch["status"] in ("below", "significantly_below") and expected < 0.9
+    assert watch["message"].startswith("warning: estimated recall")
+    report = cli("calibrate", "--db", db, "--gold", str(judged["gold"]), "--json")
+    assert report["recall_watch"]["recall"] == pytest.approx(expected)
+
+
+def test_the_informative_share_keeps_weighted_estimates_unbiased() -> None:
+    """Seeded simulation of the queue's design: the passed claims nearest the threshold are
+    taken whole, the rest sampled; the weighted count of problems among passed claims is
+    right on average, although the near ones hold far more problems than the rest."""
+    rng = np.random.default_rng(1)
+    n = 600
+    support = rng.uniform(0.3, 1.0, n)
+    problem = rng.random(n) < (1.0 - support) * 0.8  # problems crowd near the threshold
+    truth = int(problem.sum())
+    estimates, near_share = [], []
+    for seed in range(300):
+        cands = [Candidate(subject=f"c{i}", kind="claim", answer_id="a", claim_id=f"c{i}",
+                           verdict_id=None, judge_version="v", run_id="r", reasons=[],
+                           stratum="passed", category="sampled_pass", rank=0, idx=i,
+                           support=float(support[i])) for i in range(n)]
+        options = QueueOptions(sample_rate=0.05, min_sample=10, seed=seed,
+                               informative_share=0.3)
+        chosen, strata = draw(cands, options, priority_order(None))
+        total = 0.0
+        for c in chosen:
+            total += strata[c.stratum]["weight"] * problem[int(c.subject[1:])]
+        estimates.append(total)
+        near = [c for c in chosen if c.stratum == "near_threshold"]
+        near_share.append(len(near) / len(chosen))
+        assert max(c.support for c in near) <= min(
+            c.support for c in cands if c.stratum == "passed")
+    assert np.mean(near_share) == pytest.approx(0.3, abs=0.02)
+    se = np.std(estimates) / math.sqrt(len(estimates))
+    assert abs(np.mean(estimates) - truth) < 3 * se + 1
+    # and the near stratum is where the problems are: far more than among the rest
+    near_ids = {int(c.subject[1:]) for c in cands if c.stratum == "near_threshold"}
+    rest = [i for i in range(n) if i not in near_ids]
+    assert problem[sorted(near_ids)].mean() > 2 * problem[rest].mean()
