@@ -210,3 +210,33 @@ def test_the_informative_share_keeps_weighted_estimates_unbiased() -> None:
     near_ids = {int(c.subject[1:]) for c in cands if c.stratum == "near_threshold"}
     rest = [i for i in range(n) if i not in near_ids]
     assert problem[sorted(near_ids)].mean() > 2 * problem[rest].mean()
+
+
+def test_a_head_s_packaged_point_decides_until_gold_in_the_store_sets_one(
+        judged: dict[str, Any], store: Store, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.config.review import ReviewSettings
+    from judge.review import triage
+
+    packaged = tmp_path / "operating"
+    packaged.mkdir()
+    (packaged / "head.json").write_text(json.dumps({
+        "head_sha256": "f" * 64, "gold": {"description": "held-out gold", "sha256": "g" * 64},
+        "points": [{"target_recall": 0.9, "confidence": 0.9, "threshold": 0.42, "n": 300,
+                    "n_problems": 150, "statement": "support < 0.42, set on 300 gold claims"}],
+    }))
+    monkeypatch.setattr(triage, "PACKAGED", packaged)
+    triage.packaged_points.cache_clear()
+    version = store.judge_versions()[0]["id"]
+    config = {"strategy": "probe", "probe_head": {"file": "builtin:x", "sha256": "f" * 64}}
+    point = triage.active_point(store, version, "", ReviewSettings(), config)
+    assert (point.source, point.threshold, point.n_gold) == ("default", 0.42, 300)
+    assert "held-out gold" in point.statement
+    # another target has no packaged point: none, said so
+    other = triage.active_point(store, version, "", ReviewSettings(target_recall=0.8), config)
+    assert other.source == "configured" and other.threshold is None
+    # a point set from gold in the store wins
+    cli("queue", "threshold", "--db", str(judged["db"]), "--gold", str(judged["gold"]),
+        "--json")
+    assert triage.active_point(store, version, "", ReviewSettings(), config).source == "gold"
+    triage.packaged_points.cache_clear()

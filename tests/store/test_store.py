@@ -134,3 +134,38 @@ def test_rows_in_reads_any_number_of_values_in_chunks(tmp_path: Path) -> None:
     assert sorted(got) == sorted(wanted[:-1]) and len(got) == len(set(got))
     assert list(store.rows_in("select id from t where id in ({marks})", [])) == []
     store.close()
+
+
+def test_a_store_from_before_operating_points_upgrades_and_its_queues_still_read(
+    tmp_path: Path,
+) -> None:
+    """A store whose last migration is m011 (queues without operating points) opens with
+    m012 applied: its queue reads with no operating points, and the recall watch says it
+    cannot estimate yet instead of failing."""
+    from judge.review.triage import recall_watch
+
+    path = tmp_path / "m011.db"
+    conn = sqlite3.connect(path)
+    db = sqlite_utils.Database(conn)
+    names = [n for n, _ in MIGRATIONS]
+    upto = names.index("m011_probe_heads")
+    db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+    for name, fn in MIGRATIONS[:upto + 1]:
+        fn(db)
+        db["_migrations"].insert({"name": name, "applied_at": "2026-11-01T00:00:00"})
+    db["queues"].insert({"id": "q-old", "created_at": "2026-11-01T00:00:00", "run_ids": "[]",
+                         "judge_versions": "[]", "seed": 0, "strata": "{}", "items": 0,
+                         "priority": "[]"})
+    conn.commit()
+    conn.close()
+    store = Store.open(path)
+    try:
+        assert "m012_operating_points" in [r["name"] for r in store.db["_migrations"].rows]
+        assert store.db["operating_points"].exists()
+        assert "inclusion_probability" in store.db["queue_items"].columns_dict
+        queue = store.queue_row("q-old")
+        assert queue is not None and queue["operating_points"] == []
+        watch = recall_watch(store, "q-old")
+        assert watch is not None and watch["status"] == "not_estimable"
+    finally:
+        store.close()

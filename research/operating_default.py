@@ -1,0 +1,112 @@
+"""Write the operating points packaged with a probe head (``judge/config/operating/``): the
+review queue's thresholds for a few target recalls and confidences, set by
+:func:`calibration.operating_point.set_operating_point` on human gold the head was **not**
+fitted on, from the stored verdicts of a judge version that uses the head (no model call).
+
+    python -m research.operating_default --db out/dev_all.db \
+        --version qwen2.5-coder-1.5b-instruct-q4_k_m@2f54a94d6f11 --gold gold/eval_all.jsonl \
+        --description "the 785 old check claims of gold/eval_all.jsonl (held out from the head)" \
+        --output judge/config/operating/qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v3.json
+
+The gold must be held out from the head's fit (or be out-of-fold scores): the guarantee of
+the bound holds for scores the head gives claims it has not seen. Per dataset, the recall,
+false alarms and load of the chosen threshold are recorded beside it (``per_dataset``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from calibration.operating_point import set_operating_point  # noqa: E402
+from judge.evaluation.gold import load_gold  # noqa: E402
+from judge.review.triage import gold_scores  # noqa: E402
+from judge.store import Store  # noqa: E402
+
+TARGETS = (0.8, 0.85, 0.9, 0.95)
+CONFIDENCES = (0.9, 0.95)
+
+
+def points(store: Store, gold_path: Path, version: str, description: str) -> dict[str, Any]:
+    gold = load_gold(gold_path)
+    data = gold_scores(store, gold, version)
+    head = store.judge_versions()
+    config = json.loads(next(r for r in head if r["id"] == data.judge_version)["config"])
+    out: dict[str, Any] = {
+        "head": config["probe_head"]["file"], "head_sha256": config["probe_head"]["sha256"],
+        "judge_version": data.judge_version,
+        "gold": {"description": description, "file": str(gold_path),
+                 "sha256": data.gold["sha256"], "matched": data.gold["matched"],
+                 "unscored": data.unscored},
+        "method": None, "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv), "points": [],
+    }
+    datasets = sorted({d for d in data.domains if d})
+    for target in TARGETS:
+        for confidence in CONFIDENCES:
+            p = set_operating_point(data.scores, data.problems, target_recall=target,
+                                    confidence=confidence)
+            out["method"] = p.method
+            if not p.sufficient:  # too little gold for this target: no point is packaged
+                print(f"skipped: {p.statement()}", file=sys.stderr)
+                continue
+            per: dict[str, Any] = {}
+            for name in datasets:
+                keep = [i for i, d in enumerate(data.domains) if d == name]
+                s = [data.scores[i] for i in keep]
+                prob = [data.problems[i] for i in keep]
+                flagged = [x < p.threshold for x in s]
+                n_prob = sum(prob)
+                n_sup = len(prob) - n_prob
+                per[name] = {
+                    "n": len(keep), "problems": n_prob,
+                    "recall": round(sum(f for f, q in zip(flagged, prob, strict=True) if q)
+                                    / n_prob, 4) if n_prob else None,
+                    "false_alarm": round(sum(f for f, q in zip(flagged, prob, strict=True)
+                                             if not q) / n_sup, 4) if n_sup else None,
+                    "load": round(sum(flagged) / len(keep), 4),
+                }
+            out["points"].append({
+                "target_recall": target, "confidence": confidence, "threshold": p.threshold,
+                "sufficient": p.sufficient, "n": p.n, "n_problems": p.n_problems,
+                "gold_misses": p.gold_misses, "miss_bound": p.miss_bound,
+                "gold_recall": p.gold_recall.model_dump(mode="json"),
+                "false_alarm": p.false_alarm.model_dump(mode="json"),
+                "load": p.load.model_dump(mode="json"),
+                "statement": p.statement(), "per_dataset": per,
+            })
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--version", required=True)
+    ap.add_argument("--gold", type=Path, required=True)
+    ap.add_argument("--description", required=True)
+    ap.add_argument("--output", type=Path, required=True)
+    args = ap.parse_args()
+    store = Store.open(args.db)
+    try:
+        data = points(store, args.gold, args.version, args.description)
+    finally:
+        store.close()
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+                           encoding="utf-8")
+    for p in data["points"]:
+        print(f"{p['target_recall']:.2f} @ {p['confidence']:.0%}: {p['statement']}")
+        for name, f in p["per_dataset"].items():
+            print(f"    {name}: n {f['n']}, recall {f['recall']}, false alarms "
+                  f"{f['false_alarm']}, load {f['load']}")
+
+
+if __name__ == "__main__":
+    main()
