@@ -58,7 +58,8 @@ def _row(name: str, f: dict[str, Any]) -> str:
     bal = {"value": f["balanced_accuracy"], **(f.get("balanced_accuracy_ci") or {})}
     return (f"| {name} | {f['n']} | {_with_ci(bal, _pct)} | {_recall(f, 'contradicted')} | "
             f"{_pct(f['lenient_rate']['value'])} | {_pct(f['strict_rate']['value'])} | "
-            f"{_pct(f['queue_recall'])} | {_pct(f['queue_load'])} |")
+            f"{_pct(f['queue_recall'])} | {_pct((f.get('queue_false_alarm') or {}).get('value'))}"
+            f" | {_pct(f['queue_load'])} |")
 
 
 def _measured(data: dict[str, Any]) -> str:
@@ -83,12 +84,16 @@ def quality_table(data: dict[str, Any]) -> str:
         line + ".",
         "",
         "| dataset | claims | balanced accuracy | contradicted recall | lenient rate | "
-        "strict rate | queue recall | queue load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "strict rate | queue recall | queue false alarms | queue load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, figures in sorted((data.get("per_dataset") or {}).items()):
         lines.append(_row(name, figures))
     lines.append(_row("**all**", data))
+    points = data.get("operating_points") or []
+    if points:
+        lines += ["", "The queue at its operating point: " + "; ".join(
+            f"{p['statement']} ({p['source']})" for p in points) + "."]
     return "\n".join(lines)
 
 

@@ -76,9 +76,13 @@ def test_the_readme_block_is_one_short_table(
     assert data["judge_version"] in first and str(data["gold"]["file"]) in first
     assert data["gold"]["sha256"][:12] in first and "cost per claim: 1.0 model calls" in first
     # then one table, per dataset and overall
-    table = [line for line in rest if line]
+    table = [line for line in rest if line.startswith("|")]
     assert table[0] == ("| dataset | claims | balanced accuracy | contradicted recall | "
-                        "lenient rate | strict rate | queue recall | queue load |")
+                        "lenient rate | strict rate | queue recall | queue false alarms | "
+                        "queue load |")
+    # and the queue's operating point, said in words (here: none set from gold)
+    assert rest[-1].startswith("The queue at its operating point: ")
+    assert "states no recall" in rest[-1]
     assert [row.split(" | ")[0] for row in table[2:]] == ["| alpha", "| beta", "| **all**"]
     assert table[2].startswith("| alpha | 3 |") and table[3].startswith("| beta | 2 |")
     # beta's contradicted claim was judged not_in_source: recall 0 of 1; alpha has none
