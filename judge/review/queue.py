@@ -492,7 +492,8 @@ def build_queue(
         categories=dict(Counter(c.category for c in chosen)), double_review=len(double),
         priority=list(order), order=options.order, operating_points=point_of.used(),
         informative_share=options.informative_share,
-        proposals=_proposals(store, versions, point_of.settings),
+        proposals=_proposals(store, sorted({store.run(r)["judge_version"] for r in run_ids}),
+                             point_of.settings),
     )
 
 

@@ -56,7 +56,7 @@ def judged(tmp_path: Path, store: Store, fake_llm: FakeLLM) -> Iterator[dict[str
 
     fake_llm.responder = respond
     path = write_jsonl(tmp_path / "answers.jsonl", [{
-        "id": "a", "sources": [SOURCE], "answer": " ".join(confidence),
+        "id": "a", "domain": "archive", "sources": [SOURCE], "answer": " ".join(confidence),
         "claims": [{"text": c, "citations": ["s"]} for c in confidence]}])
     config = JudgeConfig(model="fake/judge-model", strategy="scores", signals=False,
                          prompts={"split_claims": "v1", "choose_label": "v1"})
@@ -240,3 +240,18 @@ def test_a_head_s_packaged_point_decides_until_gold_in_the_store_sets_one(
         "--json")
     assert triage.active_point(store, version, "", ReviewSettings(), config).source == "gold"
     triage.packaged_points.cache_clear()
+
+
+def test_a_domain_with_enough_new_reviews_is_proposed_a_head_of_its_own(
+        judged: dict[str, Any], store: Store) -> None:
+    first = build_queue(store, options=QueueOptions(**NO_SAMPLES))
+    assert first.proposals == []
+    for k, row in enumerate(judged["rows"].values()):
+        if k < 39:
+            record_review(store, row["claim_id"], "human:alice", "supported")
+    assert build_queue(store, options=QueueOptions(**NO_SAMPLES)).proposals == []
+    last = list(judged["rows"].values())[39]
+    record_review(store, last["claim_id"], "human:alice", "supported")
+    proposals = build_queue(store, options=QueueOptions(**NO_SAMPLES)).proposals
+    assert [(p["domain"], p["new"]) for p in proposals] == [("archive", 40)]
+    assert proposals[0]["command"].startswith("judge fit --domain archive")
