@@ -363,13 +363,15 @@ def replay(
 def versions(
     db: Path = EXISTING_DB_OPTION,
     config: Path | None = typer.Option(
-        None, "--config", "-c", help="Judge config whose [review] table gives the target "
+        None, "--config", "-c", help="Judge config whose review table gives the target "
         "recall (default ./judge.toml if present)."),
     as_json: bool = typer.Option(False, "--json", help="Print the versions as JSON."),
 ) -> None:
-    """List the judge versions seen in the store, with their config and the review queue's
-    operating point for each (the threshold set from gold for the [review] target recall;
-    it is not part of the version: labels do not change with it, only who reads what)."""
+    """List the judge versions seen in the store, with their config and operating points.
+
+    The operating point of a version is the review queue's threshold set from human gold
+    for the target recall (review.target_recall); it is not part of the version: labels do
+    not change with it, only who reads what."""
     from judge.review.triage import points_by_version
 
     review = load_config(config).review

@@ -90,19 +90,19 @@ def build(
         None, "--recall", min=0.01, max=0.999,
         help="Target recall: the share of problem claims (people reject them) the queue must "
         "catch; the threshold comes from the operating point set from human gold for it "
-        "(default: [review] target_recall of the config, 0.9).",
+        "(default: review.target_recall of the config, 0.9).",
     ),
     confidence: float | None = typer.Option(
         None, "--confidence", min=0.01, max=0.999,
-        help="Confidence of the stated recall (default: [review] confidence, 0.9).",
+        help="Confidence of the stated recall (default: review.confidence, 0.9).",
     ),
     informative_share: float | None = typer.Option(
         None, "--informative-share", min=0.0, max=0.99,
         help="Share of the queue given to passed claims nearest the threshold, the reviews "
-        "that teach the most (default: [review] informative_share, 0.1).",
+        "that teach the most (default: review.informative_share, 0.1).",
     ),
     config: Path | None = typer.Option(
-        None, "--config", "-c", help="Judge config whose [review] table gives the defaults "
+        None, "--config", "-c", help="Judge config whose review table gives the defaults "
         "(default ./judge.toml if present)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -373,12 +373,12 @@ def threshold(
         "version-wide point and every domain whose own gold is enough."),
     recall: float | None = typer.Option(
         None, "--recall", min=0.01, max=0.999,
-        help="Target recall (default: [review] target_recall, 0.9)."),
+        help="Target recall (default: review.target_recall, 0.9)."),
     confidence: float | None = typer.Option(
         None, "--confidence", min=0.01, max=0.999,
-        help="Confidence of the stated recall (default: [review] confidence, 0.9)."),
+        help="Confidence of the stated recall (default: review.confidence, 0.9)."),
     config: Path | None = typer.Option(
-        None, "--config", "-c", help="Judge config whose [review] table gives the defaults."),
+        None, "--config", "-c", help="Judge config whose review table gives the defaults."),
     as_json: bool = typer.Option(False, "--json", help="Print the points as JSON."),
 ) -> None:
     """Set the queue's operating point from human gold: the support threshold that catches
