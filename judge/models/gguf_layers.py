@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["GGUFError", "GGUFLayout", "read_layout", "truncated_copy"]
+__all__ = ["GGUFError", "GGUFLayout", "check_gguf", "read_layout", "truncated_copy"]
 
 MAGIC = b"GGUF"
 #: byte sizes of GGUF's fixed-size metadata value types
@@ -159,6 +159,44 @@ def _text_value(values: dict[str, tuple[int, bytes]], key: str, path: Path) -> s
     if key not in values or values[key][0] != _STRING:
         raise GGUFError(f"{path}: no text {key!r} in the metadata")
     return values[key][1][8:].decode("utf-8")
+
+
+#: ggml tensor types: (values per block, bytes per block)
+_TYPE_SIZES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
+               8: (32, 34), 9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144),
+               13: (256, 176), 14: (256, 210), 15: (256, 292), 24: (1, 1), 25: (1, 2),
+               26: (1, 4), 27: (1, 8), 28: (1, 8), 30: (1, 2)}
+
+
+def _tensor_bytes(tensor: _Tensor) -> int | None:
+    """The bytes a tensor's data takes by its shape and type (None: a type not known here)."""
+    name_len = struct.unpack_from("<Q", tensor.info)[0]
+    dims = struct.unpack_from("<I", tensor.info, 8 + name_len)[0]
+    shape = struct.unpack_from(f"<{dims}Q", tensor.info, 12 + name_len)
+    dtype = struct.unpack_from("<I", tensor.info, len(tensor.info) - 4)[0]
+    if dtype not in _TYPE_SIZES:
+        return None
+    per_block, block_bytes = _TYPE_SIZES[dtype]
+    count = 1
+    for n in shape:
+        count *= n
+    return -(-count // per_block) * block_bytes
+
+
+def check_gguf(path: Path) -> GGUFLayout:
+    """The layout of ``path`` when it reads as a whole GGUF file: a GGUF header, metadata and
+    tensor table, and every tensor's data inside the file (``GGUFError`` naming what is
+    wrong: not a GGUF, truncated, a tensor past the end)."""
+    layout = read_layout(path)
+    if not layout.tensors:
+        raise GGUFError(f"{path}: a GGUF without tensors is no model")
+    for tensor in layout.tensors:
+        wanted = _tensor_bytes(tensor)
+        if tensor.size <= 0 or (wanted is not None and wanted > tensor.size):
+            raise GGUFError(f"{path}: truncated GGUF (tensor "
+                            f"{tensor.name} needs {wanted or 1} bytes, the file holds "
+                            f"{max(tensor.size, 0)})")
+    return layout
 
 
 def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
