@@ -110,3 +110,30 @@ def test_the_real_model_edited_in_its_cache_is_refused_naming_the_file(tmp_path:
     assert code == 64, out[-2000:]
     assert str(copy) in out and "delete it" in out and "re-assembled" in out
     assert stored_answers(tmp_path / "judge.db") == 0
+
+
+TRACEBACK = ('model crashed\nTraceback (most recent call last):\n  File "/srv/llm/app.py", '
+             'line 12, in handle\n    run(request)\n  File "/srv/llm/model.py", line 40, in '
+             'run\n    raise RuntimeError("out of memory")\nRuntimeError: out of memory')
+
+
+def test_no_traceback_is_ever_stored_in_a_verdict(tmp_path: Path) -> None:
+    from judge.api import judge_file
+    from judge.config import JudgeConfig
+    from judge.store import Store
+    from tests.support.openai_server import OpenAIServer
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.fault("status", status=500, content=TRACEBACK, times=0, only="verify")
+        config = JudgeConfig(model="openai/fake-judge", api_base=server.base_url,
+                             strategy="batch", retries=0, timeout_s=10)
+        judge_file(write_records(tmp_path / "in.jsonl"), config=config, db=tmp_path / "j.db")
+    store = Store.open(tmp_path / "j.db")
+    rows = list(store.verdict_rows())
+    calls = [c["error"] for c in store.rows("select error from calls where error is not null")]
+    store.close()
+    errors = [r["error"] for r in rows if r["label"] == "judge_error"]
+    assert errors and all("out of memory" in e for e in errors)  # the cause is kept
+    assert not any("Traceback" in e or 'File "' in e for e in errors), errors
+    assert any("Traceback" in c for c in calls)  # the call row keeps the provider's whole error

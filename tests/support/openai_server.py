@@ -10,6 +10,7 @@ answers resume::
 
     with OpenAIServer() as server:
         server.fault("status", status=503, times=2)      # two 503s, then normal answers
+        server.fault("status", status=500, content="...") # an error with this message
         server.fault("status", status=429, retry_after=1)
         server.fault("hang", seconds=30)                  # holds the request open
         server.fault("malformed")                         # a body that is not JSON
@@ -256,7 +257,8 @@ class OpenAIServer:
             headers = {}
             if fault.retry_after is not None:
                 headers["Retry-After"] = f"{fault.retry_after:g}"
-            handler._send(fault.status, {"error": {"message": f"injected {fault.status}",
+            handler._send(fault.status, {"error": {"message": fault.content
+                                                   or f"injected {fault.status}",
                                                    "type": "server_error"}}, headers)
             return
         if fault is not None and fault.kind == "hang":
@@ -284,7 +286,8 @@ class OpenAIServer:
             time.sleep(self.latency_s)
         if fault is not None and fault.kind in ("status", "hang", "malformed"):
             if fault.kind == "status":
-                handler._send(fault.status, {"error": {"message": f"injected {fault.status}",
+                handler._send(fault.status, {"error": {"message": fault.content
+                                                   or f"injected {fault.status}",
                                                        "type": "server_error"}})
             elif fault.kind == "hang":
                 time.sleep(fault.seconds)
