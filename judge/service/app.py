@@ -8,6 +8,7 @@ Content-Security-Policy that allows scripts and styles from ``/static`` only.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,7 +26,12 @@ import judge
 from judge.config import JudgeConfig, load_config
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 from judge.service import api, apidocs, pages
-from judge.service.auth import Authenticator, LoginRequired
+from judge.service.auth import (
+    TRUSTED_PROXIES_ENV,
+    Authenticator,
+    LoginRequired,
+    parse_proxies,
+)
 from judge.service.jobs import BatchJobs
 from judge.service.settings import Identity, ServiceSettings, load_tokens, parse_tokens
 from judge.store import Store
@@ -165,9 +171,12 @@ def create_app(
     max_body_bytes: int = 8 * 1024 * 1024,
     max_batch_bytes: int = 128 * 1024 * 1024,
     cookie_secure: bool = False,
+    trusted_proxies: str | list[str] | None = None,
 ) -> FastAPI:
     """The service. ``tokens``: ``{token: Identity}``, a ``"token:name[:role],..."`` string,
-    or None for ``$CLAIM_JUDGE_TOKENS``. Without any token nothing can be read or written."""
+    or None for ``$CLAIM_JUDGE_TOKENS``. Without any token nothing can be read or written.
+    ``trusted_proxies``: the addresses or networks whose ``X-Forwarded-For`` names the client
+    (None: ``$CLAIM_JUDGE_TRUSTED_PROXIES``; none trusted by default)."""
     if tokens is None:
         tokens = load_tokens()
     elif isinstance(tokens, str):
@@ -194,7 +203,9 @@ def create_app(
         docs_url=None, redoc_url=None,  # their pages load scripts from a CDN; CSP forbids it
     )
     app.state.settings = settings
-    app.state.auth = Authenticator(tokens, settings.session_hours)
+    proxies = parse_proxies(os.environ.get(TRUSTED_PROXIES_ENV) if trusted_proxies is None
+                            else trusted_proxies)
+    app.state.auth = Authenticator(tokens, settings.session_hours, trusted_proxies=proxies)
     app.state.jobs = jobs
     _install_handlers(app)
     app.include_router(api.router)
