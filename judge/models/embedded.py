@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.models.model_bytes import digest, read_marker, remember, sha256_file, write_marker
+from judge.models.model_bytes import digest, read_marker, remember, write_marker
 from judge.models.model_bytes import marker_path as _marker_path
 from judge.models.providers import THREADS_ENV
 from judge.models.shared_prefix import PrefixCache
