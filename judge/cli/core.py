@@ -80,6 +80,7 @@ def run(
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
+    from judge.decide.probe_head import ProbeHeadError
     from judge.models.embedded import ModelUnavailable
     from judge.models.preflight import ensure_loadable
 
@@ -104,6 +105,8 @@ def run(
             fail("interrupted; run the same command again to resume", code=130)
         except ModelUnavailable as exc:  # the runtime would not load: nothing was stored
             fail(f"{safe(exc)}; or pass --model", code=EXIT_USAGE)
+        except ProbeHeadError as exc:  # the pinned head cannot read this model's vectors
+            fail(f"{safe(exc)}", code=EXIT_USAGE)
         except Exception as exc:
             fail(f"{type(exc).__name__}: {safe(exc)}")
     summary = results.summary

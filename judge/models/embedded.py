@@ -486,8 +486,9 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     (:func:`model_file`), and reused while the model file it was cut from is the same (its
     identity is recorded beside it) and its own bytes hash to what they were when cut (its
     ``.sha256`` marker, checked once per process). A cut whose bytes changed is refused with
-    the fix; a cut without a marker is made again."""
-    from judge.models.gguf_layers import GGUFError, truncated_copy
+    the fix; a cut without a marker (an older version's) is checked against the cut the
+    verified model gives, without writing it, and marked."""
+    from judge.models.gguf_layers import GGUFError, cut_sha256, truncated_copy
 
     source = model_file(progress)
     identity = f"{_gguf_id(source)} mtime-{source.stat().st_mtime_ns} first-{layers}\n"
@@ -496,6 +497,11 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     with _FILE_LOCK:
         with contextlib.suppress(OSError):
             recorded = read_marker(dest)
+            if (dest.is_file() and record.read_text(encoding="utf-8") == identity
+                    and recorded is None):  # cut by an older version: what it must be
+                recorded = cut_sha256(source, layers)
+                if digest(dest, progress) == recorded:
+                    write_marker(dest, recorded)
             if (dest.is_file() and record.read_text(encoding="utf-8") == identity
                     and recorded is not None):
                 if digest(dest, progress) != recorded:

@@ -14,15 +14,17 @@ and reused while its ``.sha256`` marker matches. Nothing is quantised or convert
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import BinaryIO
 
-__all__ = ["GGUFError", "GGUFLayout", "check_gguf", "read_layout", "truncated_copy"]
+__all__ = ["GGUFError", "GGUFLayout", "check_gguf", "cut_sha256", "read_layout", "truncated_copy"]
 
 MAGIC = b"GGUF"
 #: byte sizes of GGUF's fixed-size metadata value types
@@ -199,10 +201,9 @@ def check_gguf(path: Path) -> GGUFLayout:
     return layout
 
 
-def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
-    """Write ``dest``: ``source`` with its first ``layers`` blocks only (``GGUFError`` when
-    ``layers`` is not between 1 and the model's block count minus 1). Atomic: a temporary file
-    next to ``dest``, fsynced, renamed into place."""
+def _cut(source: Path, layers: int) -> Iterator[bytes]:
+    """The bytes of ``source`` cut after its first ``layers`` blocks, in order (``GGUFError``
+    when ``layers`` is not between 1 and the model's block count minus 1)."""
     layout = read_layout(source)
     if not 1 <= layers < layout.block_count:
         raise GGUFError(f"{source.name} has {layout.block_count} blocks: probe_layers must be "
@@ -225,24 +226,48 @@ def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
         placed.append((tensor, at))
         at = -(-(at + tensor.size) // align) * align
     header += b"\0" * (-len(header) % align)
+    yield bytes(header)
+    written = len(header)
+    base = len(header)
+    with source.open("rb") as src:
+        for tensor, offset in placed:
+            if base + offset > written:
+                yield b"\0" * (base + offset - written)
+                written = base + offset
+            src.seek(layout.data_start + tensor.offset)
+            left = tensor.size
+            while left:
+                chunk = src.read(min(_COPY, left))
+                if not chunk:
+                    raise GGUFError(f"{source}: tensor {tensor.name} runs past the file")
+                yield chunk
+                written += len(chunk)
+                left -= len(chunk)
+
+
+def cut_sha256(source: Path, layers: int) -> str:
+    """The sha256 :func:`truncated_copy` would give the cut, computed without writing it."""
+    hasher = hashlib.sha256()
+    for chunk in _cut(source, layers):
+        hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
+    """Write ``dest``: ``source`` with its first ``layers`` blocks only (``GGUFError`` when
+    ``layers`` is not between 1 and the model's block count minus 1). Atomic: a temporary file
+    next to ``dest``, fsynced, renamed into place."""
+    chunks = _cut(source, layers)
+    first = next(chunks)  # the layout is read and checked before anything is written
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+        with os.fdopen(fd, "wb") as out:
             os.fchmod(out.fileno(), 0o644)
-            out.write(header)
-            base = len(header)
-            for tensor, offset in placed:
-                out.write(b"\0" * (base + offset - out.tell()))
-                src.seek(layout.data_start + tensor.offset)
-                left = tensor.size
-                while left:
-                    chunk = src.read(min(_COPY, left))
-                    if not chunk:
-                        raise GGUFError(f"{source}: tensor {tensor.name} runs past the file")
-                    out.write(chunk)
-                    left -= len(chunk)
+            out.write(first)
+            for chunk in chunks:
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, dest)

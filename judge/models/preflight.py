@@ -10,14 +10,8 @@ when called (their faults are transient and recorded per claim)."""
 from __future__ import annotations
 
 from judge.config import JudgeConfig
-from judge.models.embedded import (
-    EmbeddedModelError,
-    ModelUnavailable,
-    layered_file,
-    load,
-    model_file,
-    model_unavailable,
-)
+from judge.models import embedded
+from judge.models.embedded import EmbeddedModelError, ModelUnavailable, model_unavailable
 
 
 def ensure_loadable(config: JudgeConfig, load_runtime: bool = True) -> None:
@@ -32,11 +26,11 @@ def ensure_loadable(config: JudgeConfig, load_runtime: bool = True) -> None:
     layers = config.probe_layers
     try:
         if load_runtime:
-            load(layers=layers)
+            embedded.load(layers=layers)
         elif layers is not None:
-            layered_file(layers)
+            embedded.layered_file(layers)
         else:
-            model_file()
+            embedded.model_file()
     except EmbeddedModelError as exc:
         raise ModelUnavailable(f"the judge model cannot be loaded, nothing was judged: {exc}"
                                ) from exc

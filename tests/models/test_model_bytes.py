@@ -74,7 +74,7 @@ def test_a_cut_is_made_only_from_a_verified_model(packaged: Path) -> None:
     assert embedded.layered_file(2).read_bytes() == before
 
 
-def test_a_cut_edited_in_place_is_refused_and_a_cut_without_a_marker_made_again(
+def test_a_cut_edited_in_place_is_refused_and_a_cut_without_a_marker_checked(
     packaged: Path
 ) -> None:
     cut = embedded.layered_file(2)
@@ -84,8 +84,15 @@ def test_a_cut_edited_in_place_is_refused_and_a_cut_without_a_marker_made_again(
     with pytest.raises(embedded.ModelIntegrityError) as refused:
         embedded.layered_file(2)
     assert str(cut) in str(refused.value) and "delete it" in str(refused.value)
-    model_bytes.marker_path(cut).unlink()  # a cut of an older version: no marker
-    assert embedded.layered_file(2).read_bytes() == before  # cut again, from the verified model
+    model_bytes.marker_path(cut).unlink()  # a cut of an older version: no marker ...
+    model_bytes.forget()
+    with pytest.raises(embedded.ModelIntegrityError):  # ... checked against what it must be
+        embedded.layered_file(2)
+    flip(cut, len(before) - 1)  # the cut as it was made
+    model_bytes.forget()
+    written = cut.stat().st_mtime_ns
+    assert embedded.layered_file(2).read_bytes() == before  # kept, not written again
+    assert cut.stat().st_mtime_ns == written and model_bytes.read_marker(cut)
 
 
 def test_a_file_is_hashed_once_per_process_and_again_after_it_changes(
