@@ -93,7 +93,7 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             f"the probe head {name!r} was fitted on {_layer(fitted_layers)}, but this config "
             f"reads {_layer(reads.get('layers'))} (probe_layers): pin a head fitted on vectors "
             f"of that layer (judge fit, see docs/probe.md) or set probe_layers to match")
-    fitted_prompt = head.about.get("prompt")
+    fitted_prompt = str(head.about.get("prompt") or "")
     if head.dim and not fitted_prompt:
         raise ProbeHeadError(
             f"the probe head {name!r} records no prompt its vectors were read with, so it "

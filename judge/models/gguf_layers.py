@@ -19,9 +19,9 @@ import os
 import re
 import struct
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
 from typing import BinaryIO
 
 __all__ = ["GGUFError", "GGUFLayout", "check_gguf", "cut_sha256", "read_layout", "truncated_copy"]
