@@ -119,6 +119,23 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+#: FastAPI's detail for a JSON body its parser raised on (not a JSON syntax error)
+UNPARSED_BODY = "There was an error parsing the body"
+
+
+def unparsed_reason(cause: BaseException | None) -> str:
+    """Why a request body that is JSON could not be read, with the fix: an integer too long
+    for Python to convert, or nesting deeper than the parser goes."""
+    if isinstance(cause, RecursionError):
+        why = "it nests arrays or objects deeper than the service reads; flatten it"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        why = ("it holds an integer of more than 4,300 digits; send such a value as a "
+               "string")
+    else:
+        why = f"{type(cause).__name__ if cause else 'unknown error'}: {str(cause)[:200]}"
+    return f"the request body cannot be parsed: {why}"
+
+
 def _loc(loc: Any) -> str:
     return ".".join(str(p) for p in loc)
 
@@ -136,6 +153,8 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and exc.detail == UNPARSED_BODY:
+            return JSONResponse({"detail": unparsed_reason(exc.__cause__)}, status_code=422)
         wants_html = "text/html" in request.headers.get("accept", "")
         if wants_html and not request.url.path.startswith("/v1"):
             return pages.render(request, "message.html", status=exc.status_code,

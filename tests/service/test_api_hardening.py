@@ -122,3 +122,18 @@ def test_the_throttle_forgets_failures_outside_its_window() -> None:
     assert throttle.wait("d") == 0
     now[0] = 10.5
     assert throttle.wait("c") == 0
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b'{"id": "a", "answer": "x", "sources": [], "n": 1' + b"0" * 5000 + b"}",
+     "integer of more than 4,300 digits"),
+    (b'{"id": "a", "answer": "x", "sources": [], "deep": ' + b"[" * 200_000 + b"]" * 200_000
+     + b"}", "nests arrays or objects deeper"),
+])
+def test_a_body_the_parser_cannot_read_is_422_with_the_reason(
+    server: httpx.Client, body: bytes, reason: str
+) -> None:
+    response = server.post("/v1/judge", headers={**ADMIN, "content-type": "application/json"},
+                           content=body)
+    assert response.status_code == 422, response.text[:500]
+    assert reason in response.json()["detail"]
