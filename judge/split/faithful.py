@@ -99,9 +99,11 @@ def negated(text: str) -> bool:
     return _NEGATION.search(text) is not None
 
 
-def _missing_quantities(text: str, within: str) -> list[str]:
+def _missing_anchors(text: str, within: str) -> list[str]:
+    """The names and quantities of ``text`` (as written) that ``within`` does not hold."""
     index = EvidenceIndex.of(within)
-    return [q.text for q in extract_quantities(text) if not quantity_in_evidence(q, index)]
+    return _lacking(_names(text), within) + [
+        q.text for q in extract_quantities(text) if not quantity_in_evidence(q, index)]
 
 
 def unfaithful(claim: str, sentence: str, context: str = "") -> str | None:
@@ -110,13 +112,9 @@ def unfaithful(claim: str, sentence: str, context: str = "") -> str | None:
     sentences, when the sentence has a pronoun or demonstrative the claim may have replaced),
     or a negation the sentence does not have."""
     borrow = bool(context) and _ANAPHOR.search(sentence) is not None
-    allowed = sentence + ("\n" + context if borrow else "")
-    names = _lacking(_names(claim), allowed)
-    if names:
-        return f"it names {', '.join(names)}, which the sentence does not"
-    numbers = _missing_quantities(claim, allowed)
-    if numbers:
-        return f"it holds {', '.join(numbers)}, which the sentence does not"
+    missing = _missing_anchors(claim, sentence + ("\n" + context if borrow else ""))
+    if missing:
+        return f"it says {', '.join(missing)}, which the sentence does not"
     if negated(claim) and not negated(sentence):
         return "it negates what the sentence states"
     return None
@@ -153,16 +151,10 @@ def uncovered_content(sentence: str, claims: Sequence[str]) -> str | None:
     """What of the sentence's checkable content none of its ``claims`` keeps (``None``: they
     keep it all): a name, a quantity, its negation, or (Chinese) a run of content
     characters."""
-    joined = "\n".join(claims)
-    names = _lacking(_names(sentence), joined)
-    if names:
-        return f"no claim keeps {', '.join(names)}"
-    numbers = _missing_quantities(sentence, joined)
-    if numbers:
-        return f"no claim keeps {', '.join(numbers)}"
+    missing = _missing_anchors(sentence, "\n".join(claims)) or _cjk_content_runs(sentence,
+                                                                                  claims)
+    if missing:
+        return f"no claim keeps {', '.join(missing)}"
     if negated(sentence) and not any(negated(c) for c in claims):
         return "no claim keeps its negation"
-    runs = _cjk_content_runs(sentence, claims)
-    if runs:
-        return f"no claim keeps {', '.join(runs)}"
     return None
