@@ -115,7 +115,8 @@ def test_a_provider_without_a_vector_or_with_nan_fails_closed(
 def test_a_head_for_another_model_fails_closed(
     tmp_path: Path, store: Store, fake_llm: FakeLLM
 ) -> None:
-    head = ProbeHead(tuple(LABELS), np.zeros(5), np.ones(5), np.zeros((4, 5)), np.zeros(4))
+    head = ProbeHead(tuple(LABELS), np.zeros(5), np.ones(5), np.zeros((4, 5)), np.zeros(4),
+                     {"prompt": "probe_claim/v1"})
     config = probe_config(tmp_path, probe_head=write_head(tmp_path, head, "five.json"))
     judge_file(batch(tmp_path, [GOOD]), config=config, db=store)
     row = next(store.verdict_rows())
