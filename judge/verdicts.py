@@ -7,9 +7,10 @@ May import :mod:`judge.labels` and :mod:`judge.records` only.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from judge.labels import ALL_SUBTYPES as ALL_SUBTYPES
 from judge.labels import GOLD_ONLY_SUBTYPES as GOLD_ONLY_SUBTYPES
@@ -61,6 +62,18 @@ class Claim(BaseModel):
     is_abstention: bool = False
 
 
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):.*?(?=\n\S|\Z)", re.S)
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+.*$\n?(?:^ {4,}\S.*$\n?)?', re.M)
+
+
+def without_traceback(text: str) -> str:
+    """``text`` without Python tracebacks and stack frames (``File "…", line N`` and the
+    source line under it); a message that was nothing else says so."""
+    cleaned = _FRAME.sub("", _TRACEBACK.sub("", text))
+    cleaned = re.sub(r"\n{2,}", "\n", cleaned).strip()
+    return cleaned or "the call failed (its traceback is not kept in the verdict)"
+
+
 class Verdict(BaseModel):
     """The judgement of one claim by one judge version."""
 
@@ -82,6 +95,13 @@ class Verdict(BaseModel):
     review: bool = True
     review_reasons: list[str] = Field(default_factory=list)
     error: str | None = None
+
+    @field_validator("error")
+    @classmethod
+    def _no_traceback(cls, error: str | None) -> str | None:
+        """A verdict says why it failed, never with a Python traceback (the call row keeps
+        the provider's whole error)."""
+        return None if error is None else without_traceback(error)
     call_ids: list[str] = Field(default_factory=list)
     #: which decision rule of the judge config decided it (``scores``): ``"default"``, or the
     #: name of the domain whose rule was used (``domain_rules``); None for the other

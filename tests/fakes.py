@@ -80,14 +80,14 @@ def _headed_frames(text: str) -> list[tuple[str, str]]:
     return re.findall(r"<<DATA-[0-9a-f]{16}([^\n]*)\n(.*?)\nDATA-[0-9a-f]{16}>>", text, re.S)
 
 
-def _framed_sources(user: str) -> list[tuple[str, str]]:
+def framed_sources(user: str) -> list[tuple[str, str]]:
     """(id, text) of the source frames (``source "S1"``) of a verify_claims v2 or
     judge_answer prompt."""
     return [(json.loads(m.group(1)), body.strip()) for head, body in _headed_frames(user)
             if (m := re.match(r' source ("(?:[^"\\]|\\.)*")', head))]
 
 
-def _verbatim_judgement(text: str, sources: list[tuple[str, str]]) -> dict[str, Any]:
+def verbatim_judgement(text: str, sources: list[tuple[str, str]]) -> dict[str, Any]:
     """A compact judgement: ``supported`` with the claim's first words as the quote when the
     claim occurs verbatim in a source, else ``not_in_source``."""
     hit = next((sid for sid, body in sources if text in body), None)
@@ -102,8 +102,8 @@ def _verbatim_judgement(text: str, sources: list[tuple[str, str]]) -> dict[str, 
 def compact_rule(user: str) -> str:
     """verify_claims v2: a frame per source (``source "S1"``) and per claim (``claim 3``);
     evidence is a short quote (the first words of the claim when it occurs in a source)."""
-    sources = _framed_sources(user)
-    judgements = [{"claim": number, **_verbatim_judgement(text, sources)}
+    sources = framed_sources(user)
+    judgements = [{"claim": number, **verbatim_judgement(text, sources)}
                   for number, text in claim_texts(user)]
     return json.dumps({"judgements": judgements}, ensure_ascii=False)
 
@@ -118,8 +118,8 @@ def answer_lines(user: str) -> list[tuple[int, str]]:
 def joint_rule(user: str) -> str:
     """judge_answer v1: one claim per sentence (its text left out: the whole sentence), judged
     as :func:`compact_rule` judges a claim."""
-    sources = _framed_sources(user)
-    claims = [{"sentence": number, **_verbatim_judgement(text, sources)}
+    sources = framed_sources(user)
+    claims = [{"sentence": number, **verbatim_judgement(text, sources)}
               for number, text in answer_lines(user)]
     return json.dumps({"claims": claims}, ensure_ascii=False)
 

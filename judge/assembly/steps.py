@@ -141,6 +141,25 @@ def find_misattribution(d: Draft) -> None:
         d.note(f"[program: {note}]")
 
 
+def refuse_blank_sources(d: Draft) -> None:
+    """An empty or whitespace-only source states nothing: a claim it would support (its
+    evidence is from blank sources only, or it has no evidence and every source it cites, or
+    every source when it cites none, is blank) is ``not_in_source`` and flagged
+    ``empty_source``. An abstention ("the sources do not say") is left to its own check."""
+    claim = d.decision.claim
+    if not d.judged or d.label != Label.SUPPORTED or claim.is_abstention:
+        return
+    blank = {s.id for s in d.record.sources if s.text is not None and not s.text.strip()}
+    if not blank:
+        return
+    cited = {c.source for c in claim.citations} or {s.id for s in d.record.sources}
+    if ({e.source_id for e in d.evidence} or cited) <= blank:
+        d.label, d.subtype, d.evidence = Label.NOT_IN_SOURCE.value, "unsupported_addition", []
+        d.note(f"[program: the source(s) {', '.join(sorted(blank))} are empty; nothing "
+               "there can support a claim]")
+        d.reasons.append("empty_source")
+
+
 def drop_moot_support(d: Draft) -> None:
     """The program changed the label: the model's P(supported) no longer describes it."""
     if d.judged and d.label != d.model_label:
@@ -209,6 +228,7 @@ STEPS: tuple[Callable[[Draft], None], ...] = (
     settle_abstention,
     derive_subtype_by_rules,
     find_misattribution,
+    refuse_blank_sources,
     drop_moot_support,
     flag_label,
     flag_failed_checks,

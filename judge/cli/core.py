@@ -81,11 +81,14 @@ def run(
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
-    from judge.models.embedded import model_unavailable
+    from judge.decide.probe_head import ProbeHeadError
+    from judge.models.embedded import ModelUnavailable
+    from judge.models.preflight import ensure_loadable
 
-    unavailable = model_unavailable(cfg.model)
-    if unavailable:  # before anything is stored
-        fail(f"{unavailable}; or pass --model", code=EXIT_USAGE)
+    try:  # before anything is stored: the model is there, whole, and its bytes verified
+        ensure_loadable(cfg, load_runtime=False)
+    except ModelUnavailable as exc:
+        fail(f"{safe(exc)}; or pass --model", code=EXIT_USAGE)
     store = open_store(db)
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
     source = sys.stdin.buffer if str(input) == "-" else input
@@ -101,6 +104,10 @@ def run(
             stopped, results = exc, exc.results
         except KeyboardInterrupt:
             fail("interrupted; run the same command again to resume", code=130)
+        except ModelUnavailable as exc:  # the runtime would not load: nothing was stored
+            fail(f"{safe(exc)}; or pass --model", code=EXIT_USAGE)
+        except ProbeHeadError as exc:  # the pinned head cannot read this model's vectors
+            fail(f"{safe(exc)}", code=EXIT_USAGE)
         except Exception as exc:
             fail(f"{type(exc).__name__}: {safe(exc)}")
     summary = results.summary

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail
+from judge.cli.common import EXISTING_DB_OPTION, console, fail, usage_error
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 
 
@@ -51,6 +51,11 @@ def serve(
     ),
     create: bool = typer.Option(
         False, "--create", help="Create the store when it does not exist (for /v1/runs)."),
+    trusted_proxy: list[str] = typer.Option(
+        [], "--trusted-proxy", envvar="CLAIM_JUDGE_TRUSTED_PROXIES",
+        help="An address or network (10.0.0.5, 10.0.0.0/8) of a reverse proxy whose "
+        "X-Forwarded-For names the client; repeat for several (the variable takes them "
+        "comma- or space-separated). Without one, X-Forwarded-For is ignored."),
 ) -> None:
     """Serve the JSON API (/v1, schema at /openapi.json) and the review page (/review).
 
@@ -79,13 +84,24 @@ def serve(
     if not _loopback(host):
         console.print(f"[yellow]warning:[/] binding to {host} exposes the service beyond this "
                       "machine; serve it behind HTTPS (and use --cookie-secure)")
+    from judge.service.auth import parse_proxies
+
+    proxies = [p for entry in trusted_proxy for p in entry.replace(",", " ").split()]
+    try:
+        parse_proxies(proxies)
+    except ValueError as exc:
+        usage_error(str(exc))
     cfg = load_config(config, model=model)
     application = create_app(
         db, tokens=tokens, judge_config=cfg, reveal_judge=reveal_judge,
         guideline_version=guideline_version, max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_batch_bytes=int(max_batch_mb * 1024 * 1024), cookie_secure=cookie_secure,
+        trusted_proxies=proxies,
     )
     roles = ", ".join(f"{i.name} ({i.role})" for i in tokens.values())
     console.print(f"serving {db} on http://{host}:{port}/review  ·  identities: {roles}"
                   + ("  ·  [yellow]judge opinion revealed[/]" if reveal_judge else ""))
-    uvicorn.run(application, host=host, port=port, log_level="info", server_header=False)
+    # the service reads X-Forwarded-For itself, from the listed proxies only (uvicorn would
+    # trust it from 127.0.0.1, i.e. from anyone on this machine)
+    uvicorn.run(application, host=host, port=port, log_level="info", server_header=False,
+                proxy_headers=False)

@@ -6,7 +6,12 @@ an answer goes in one call when it fits the model's context and ``max_tokens``, 
 calls as fit (:mod:`judge.decide.packing`); the model answers in the compact schema
 (:class:`~judge.models.schemas.CompactVerifyOutput`), whose evidence is a short quote that the
 program finds in the named source and extends to its sentence (:func:`extend_quote`). A quote
-that is not found stays as the model wrote it, so the quote check fails (fail closed)."""
+that is not found stays as the model wrote it, so the quote check fails (fail closed).
+
+Before any call the sources are checked against the model's context (:meth:`_shown`): sources
+that do not fit with the longest claim and ``max_tokens`` are cut to the passages that cover
+the claims (:func:`excerpt_record`), and when even those do not fit, the claims are not sent
+but recorded as ``judge_error`` with the reason."""
 
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ from pathlib import Path
 
 from judge.config import JudgeConfig
 from judge.decide import Decision, StrategyBase
+from judge.decide.excerpts import locate_excerpts
 from judge.decide.packing import (
     TOKENS_PER_FRAME,
+    context_size,
     estimate_tokens,
     fits_whole,
     plan,
@@ -54,13 +61,16 @@ class BatchStrategy(StrategyBase):
     async def decide(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
     ) -> list[Decision]:
+        shown, refused = self._shown(record, claims)
+        if refused is not None:  # not sent: the sources cannot fit the model's context
+            return [Decision(claim, None, refused) for claim in claims]
         if self.compact:
-            batches, results = await self._fitted(record, claims, run_id)
+            batches, results = await self._fitted(record, shown, claims, run_id)
         else:
             size = self.config.verify_batch_size
             batches = [claims[i : i + size] for i in range(0, len(claims), size)]
             results = list(await asyncio.gather(
-                *(self._batch(record, b, run_id) for b in batches)))
+                *(self._batch(shown, b, run_id) for b in batches)))
         decisions = []
         first = 1
         for batch, (judgements, error, call) in zip(batches, results, strict=True):
@@ -76,6 +86,32 @@ class BatchStrategy(StrategyBase):
                 decisions.append(Decision(claim, j, err, list(calls)))
             first += len(batch)
         return decisions
+
+    def _shown(self, record: AnswerRecord, claims: list[Claim]
+               ) -> tuple[AnswerRecord, str | None]:
+        """The record as the model is shown it: whole when its sources fit the context with
+        the longest claim and ``max_tokens`` to spare; else each source cut to the passages
+        that cover the claims (:func:`excerpt_record`); when even those do not fit, why the
+        claims are not sent (checked before any call)."""
+        schema = schema_tokens(CompactVerifyOutput if self.compact else VerifyOutput)
+        largest = max((estimate_tokens(c.text) for c in claims), default=0) + TOKENS_PER_FRAME
+        room = context_size(self.config) - self.config.max_tokens
+
+        def need(shown: AnswerRecord) -> int:
+            return prompt_tokens(self._render(shown, [], 1)) + schema + largest
+
+        whole = need(record)
+        if whole <= room:
+            return record, None
+        cut = excerpt_record(record, claims)
+        trimmed = need(cut)
+        if trimmed <= room:
+            return cut, None
+        return record, (
+            f"the sources do not fit the model's context ({context_size(self.config)} tokens, "
+            f"max_tokens {self.config.max_tokens} of them kept for the answer): about {whole} "
+            f"tokens whole and {trimmed} cut to the passages that cover the claims; not sent. "
+            "Pin a model with a larger context (context_tokens) or give shorter sources")
 
     # -- v1: fixed batches ------------------------------------------------------------------
 
@@ -107,21 +143,24 @@ class BatchStrategy(StrategyBase):
     # -- v2: as few calls as fit, compact output ---------------------------------------------
 
     async def _fitted(
-        self, record: AnswerRecord, claims: list[Claim], run_id: str | None
+        self, record: AnswerRecord, shown: AnswerRecord, claims: list[Claim],
+        run_id: str | None,
     ) -> tuple[list[list[Claim]], list[Judged]]:
-        whole = self._render(record, claims, 1)
+        """``shown``: the record as the prompts show it (:meth:`_shown`); quotes are found
+        in ``record``'s whole sources."""
+        whole = self._render(shown, claims, 1)
         schema = schema_tokens(CompactVerifyOutput)
         if fits_whole(prompt_tokens(whole) + schema, len(claims), self.config):
             sizes = [len(claims)]
         else:
-            fixed = prompt_tokens(self._render(record, [], 1)) + schema
+            fixed = prompt_tokens(self._render(shown, [], 1)) + schema
             sizes = plan(fixed, [estimate_tokens(c.text) + TOKENS_PER_FRAME for c in claims],
                          self.config)
         batches, prompts, first = [], [], 1
         for size in sizes:
             batch = claims[first - 1 : first - 1 + size]
             batches.append(batch)
-            prompts.append(whole if size == len(claims) else self._render(record, batch, first))
+            prompts.append(whole if size == len(claims) else self._render(shown, batch, first))
             first += size
         starts = [sum(sizes[:i]) + 1 for i in range(len(sizes))]
         results = await asyncio.gather(*(
@@ -158,6 +197,30 @@ def source_data(record: AnswerRecord) -> list[dict[str, str | None]]:
     return [{"id": s.id, "title": s.title, "version": s.version,
              "effective_date": s.effective_date, "content": s.content}
             for s in record.sources]
+
+
+def excerpt_record(record: AnswerRecord, claims: list[Claim]) -> AnswerRecord:
+    """The record with each source cut to the passages that best cover these claims
+    (:func:`judge.decide.excerpts.locate_excerpts`), in source order, joined by an ellipsis
+    line: what a model whose context cannot hold the whole sources is shown. Every passage
+    is the source's own text, so a quote from it is found in the whole source."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for claim in claims:
+        for evidence in locate_excerpts(claim.text, record):
+            if evidence.start is not None and evidence.end is not None:
+                spans.setdefault(evidence.source_id, []).append((evidence.start, evidence.end))
+    sources = []
+    for source in record.sources:
+        content, merged = source.content, list[tuple[int, int]]()
+        for start, end in sorted(spans.get(source.id, [])):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        text = "\n…\n".join(content[a:b] for a, b in merged) or "(no passage of this source "\
+            "matches the claims)"
+        sources.append(source.model_copy(update={"text": text, "json_doc": None}))
+    return record.model_copy(update={"sources": sources})
 
 
 def judged_twice(number: int) -> str:

@@ -93,21 +93,48 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             f"the probe head {name!r} was fitted on {_layer(fitted_layers)}, but this config "
             f"reads {_layer(reads.get('layers'))} (probe_layers): pin a head fitted on vectors "
             f"of that layer (judge fit, see docs/probe.md) or set probe_layers to match")
-    fitted_prompt = head.about.get("prompt")
-    if head.dim and fitted_prompt and fitted_prompt != reads["prompt"]:
+    fitted_prompt = str(head.about.get("prompt") or "")
+    if head.dim and not fitted_prompt:
+        raise ProbeHeadError(
+            f"the probe head {name!r} records no prompt its vectors were read with, so it "
+            f"cannot be known to read {reads['prompt']}: fit it again (judge fit records the "
+            "prompt, see docs/probe.md) or pin a head that records it")
+    if head.dim and fitted_prompt != reads["prompt"]:
         raise ProbeHeadError(
             f"the probe head {name!r} was fitted on vectors of the prompt {fitted_prompt}, "
             f"but this config reads {reads['prompt']}: set prompts.probe_claim to "
             f"{fitted_prompt.rsplit('/', 1)[-1]!r} or pin a head fitted on that prompt "
             "(judge fit, see docs/probe.md)")
     gguf = os.environ.get(ENV_GGUF)
-    if (config.model.startswith("embedded/") and gguf
-            and head.about.get("gguf_sha256") == MODEL_SHA256):
+    fitted_on = head.about.get("gguf_sha256")
+    if not (config.model.startswith("embedded/") and head.dim and fitted_on):
+        return
+    if gguf and fitted_on == MODEL_SHA256:
         raise ProbeHeadError(
             f"the probe head {name!r} reads the packaged model's hidden "
             f"states, but {ENV_GGUF}={gguf} serves another model: fit a head for it (judge "
             "the gold with a probe config, then `judge fit`; see docs/probe.md) and pin it "
             "as probe_head")
+    served = served_sha256(gguf) if gguf else MODEL_SHA256
+    if served is not None and fitted_on != served:
+        raise ProbeHeadError(
+            f"the probe head {name!r} was fitted on the hidden states of the model with "
+            f"sha256 {fitted_on[:16]}…, but the model served is {served[:16]}… "
+            f"({gguf or 'the packaged model'}): pin a head fitted on this model (judge fit, "
+            "see docs/probe.md)")
+
+
+def served_sha256(path: str) -> str | None:
+    """The sha256 of the GGUF ``$CLAIM_JUDGE_GGUF`` names (hashed once per process), None
+    when it cannot be read (loading it will say why)."""
+    from pathlib import Path
+
+    from judge.models.model_bytes import digest
+
+    try:
+        return digest(Path(path).expanduser())
+    except OSError:
+        return None
 
 
 def _layer(layers: object) -> str:

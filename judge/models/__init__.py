@@ -6,6 +6,8 @@
   budgets, rate limits, retries, the breaker), :mod:`~judge.models.accounting` (what the calls
   used, who answered them) and :mod:`~judge.models.structured` (instructor);
 - :mod:`~judge.models.embedded`: the packaged offline default model behind a litellm provider;
+  :mod:`~judge.models.model_bytes`: model files hashed once per process, their markers;
+  :mod:`~judge.models.preflight`: a model that cannot load refused before anything is stored;
 - :mod:`~judge.models.prompts`: versioned Jinja templates, sandboxed rendering, the manifest;
 - :mod:`~judge.models.schemas`: the structured outputs asked of a model;
 - :mod:`~judge.models.identity`: model names normalised, and the self-grading ban.

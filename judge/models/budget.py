@@ -20,9 +20,11 @@ class Limits:
     reserved (one call; its prompt's tokens, estimated generously, plus ``max_tokens`` for
     each try it may take; their price when litellm knows the model's), and after it the
     reservation is replaced by what the provider reported. A call whose reservation does
-    not fit stops the run; a call is given fewer re-asks when only those fit. A cost budget
-    for a model litellm has no price for stops the run before its first call (the cost could
-    not be kept)."""
+    not fit waits for the calls in flight to settle (they usually use less than they hold),
+    and stops the run only when none is in flight and it still does not fit; a call is given
+    fewer re-asks when only those fit. A budget smaller than the first call, before anything
+    was spent, is a usage error (:class:`BudgetTooSmall`). A cost budget for a model litellm
+    has no price for stops the run before its first call (the cost could not be kept)."""
 
     max_calls: int | None = None
     max_tokens: int | None = None
@@ -51,6 +53,11 @@ class Reservation:
 
 class BudgetSpent(RuntimeError):
     """A call's reservation does not fit: the message says which budget and the numbers."""
+
+
+class BudgetTooSmall(BudgetSpent):
+    """The budget is smaller than one call, before anything was spent: no call can be made
+    (a usage error; the message says what the call needs)."""
 
 
 def prompt_estimate(prompt: RenderedPrompt | None) -> int:
@@ -84,6 +91,12 @@ class Budget:
         if limits.max_tokens is not None:
             room = limits.max_tokens - stats.prompt_tokens - stats.completion_tokens - held.tokens
             if first > room:
+                if self._nothing_spent():
+                    raise BudgetTooSmall(
+                        f"--max-tokens {limits.max_tokens} is smaller than one call: the first "
+                        f"call needs up to {first} tokens (its prompt, estimated generously, "
+                        f"and max_tokens {completion}); raise --max-tokens to at least {first}, "
+                        "or lower max_tokens in the config")
                 self.next_need = f"; the next call needs up to {first}"
                 raise self._spent("tokens")
             tries = min(tries, 1 + (room - first) // again)
@@ -98,6 +111,11 @@ class Budget:
                     "a cost budget, or with a calls or tokens budget")
             room_cost = limits.max_cost - stats.cost - held.cost
             if price_first > room_cost:
+                if self._nothing_spent():
+                    raise BudgetTooSmall(
+                        f"--max-cost {limits.max_cost} is smaller than one call: the first "
+                        f"call may cost up to ${price_first:.6f}; raise --max-cost to at least "
+                        f"{price_first:.6f}")
                 self.next_need = f"; the next call may cost up to ${price_first:.6f}"
                 raise self._spent("cost")
             if price_again > 0:
@@ -108,6 +126,18 @@ class Budget:
         held.tokens += reservation.tokens
         held.cost += reservation.cost
         return reservation
+
+    def _nothing_spent(self) -> bool:
+        return self.stats.made == 0 and self.held.calls == 0
+
+    def in_flight(self) -> bool:
+        """Whether calls hold reservations (their settling may leave room)."""
+        return self.held.calls > 0
+
+    def retract(self) -> None:
+        """The call that did not fit waits for the calls in flight: no budget stopped yet."""
+        self.stopped_by = None
+        self.next_need = ""
 
     def release(self, reservation: Reservation) -> None:
         self.held.calls -= reservation.calls

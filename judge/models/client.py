@@ -360,7 +360,7 @@ class ModelClient(EmbeddingCalls):
         self._inflight[call_id] = future
         try:
             async with self.flow.slots:
-                held = self.flow.reserve(prompt, completion, reasks)
+                held = await self.flow.reserve(prompt, completion, reasks)
                 try:
                     result = await make(held)
                 finally:

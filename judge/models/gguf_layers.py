@@ -14,15 +14,17 @@ and reused while its ``.sha256`` marker matches. Nothing is quantised or convert
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import struct
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["GGUFError", "GGUFLayout", "read_layout", "truncated_copy"]
+__all__ = ["GGUFError", "GGUFLayout", "check_gguf", "cut_sha256", "read_layout", "truncated_copy"]
 
 MAGIC = b"GGUF"
 #: byte sizes of GGUF's fixed-size metadata value types
@@ -161,10 +163,47 @@ def _text_value(values: dict[str, tuple[int, bytes]], key: str, path: Path) -> s
     return values[key][1][8:].decode("utf-8")
 
 
-def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
-    """Write ``dest``: ``source`` with its first ``layers`` blocks only (``GGUFError`` when
-    ``layers`` is not between 1 and the model's block count minus 1). Atomic: a temporary file
-    next to ``dest``, fsynced, renamed into place."""
+#: ggml tensor types: (values per block, bytes per block)
+_TYPE_SIZES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
+               8: (32, 34), 9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144),
+               13: (256, 176), 14: (256, 210), 15: (256, 292), 24: (1, 1), 25: (1, 2),
+               26: (1, 4), 27: (1, 8), 28: (1, 8), 30: (1, 2)}
+
+
+def _tensor_bytes(tensor: _Tensor) -> int | None:
+    """The bytes a tensor's data takes by its shape and type (None: a type not known here)."""
+    name_len = struct.unpack_from("<Q", tensor.info)[0]
+    dims = struct.unpack_from("<I", tensor.info, 8 + name_len)[0]
+    shape = struct.unpack_from(f"<{dims}Q", tensor.info, 12 + name_len)
+    dtype = struct.unpack_from("<I", tensor.info, len(tensor.info) - 4)[0]
+    if dtype not in _TYPE_SIZES:
+        return None
+    per_block, block_bytes = _TYPE_SIZES[dtype]
+    count = 1
+    for n in shape:
+        count *= n
+    return -(-count // per_block) * block_bytes
+
+
+def check_gguf(path: Path) -> GGUFLayout:
+    """The layout of ``path`` when it reads as a whole GGUF file: a GGUF header, metadata and
+    tensor table, and every tensor's data inside the file (``GGUFError`` naming what is
+    wrong: not a GGUF, truncated, a tensor past the end)."""
+    layout = read_layout(path)
+    if not layout.tensors:
+        raise GGUFError(f"{path}: a GGUF without tensors is no model")
+    for tensor in layout.tensors:
+        wanted = _tensor_bytes(tensor)
+        if tensor.size <= 0 or (wanted is not None and wanted > tensor.size):
+            raise GGUFError(f"{path}: truncated GGUF (tensor "
+                            f"{tensor.name} needs {wanted or 1} bytes, the file holds "
+                            f"{max(tensor.size, 0)})")
+    return layout
+
+
+def _cut(source: Path, layers: int) -> Iterator[bytes]:
+    """The bytes of ``source`` cut after its first ``layers`` blocks, in order (``GGUFError``
+    when ``layers`` is not between 1 and the model's block count minus 1)."""
     layout = read_layout(source)
     if not 1 <= layers < layout.block_count:
         raise GGUFError(f"{source.name} has {layout.block_count} blocks: probe_layers must be "
@@ -187,24 +226,48 @@ def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
         placed.append((tensor, at))
         at = -(-(at + tensor.size) // align) * align
     header += b"\0" * (-len(header) % align)
+    yield bytes(header)
+    written = len(header)
+    base = len(header)
+    with source.open("rb") as src:
+        for tensor, offset in placed:
+            if base + offset > written:
+                yield b"\0" * (base + offset - written)
+                written = base + offset
+            src.seek(layout.data_start + tensor.offset)
+            left = tensor.size
+            while left:
+                chunk = src.read(min(_COPY, left))
+                if not chunk:
+                    raise GGUFError(f"{source}: tensor {tensor.name} runs past the file")
+                yield chunk
+                written += len(chunk)
+                left -= len(chunk)
+
+
+def cut_sha256(source: Path, layers: int) -> str:
+    """The sha256 :func:`truncated_copy` would give the cut, computed without writing it."""
+    hasher = hashlib.sha256()
+    for chunk in _cut(source, layers):
+        hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def truncated_copy(source: Path, dest: Path, layers: int) -> Path:
+    """Write ``dest``: ``source`` with its first ``layers`` blocks only (``GGUFError`` when
+    ``layers`` is not between 1 and the model's block count minus 1). Atomic: a temporary file
+    next to ``dest``, fsynced, renamed into place."""
+    chunks = _cut(source, layers)
+    first = next(chunks)  # the layout is read and checked before anything is written
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+        with os.fdopen(fd, "wb") as out:
             os.fchmod(out.fileno(), 0o644)
-            out.write(header)
-            base = len(header)
-            for tensor, offset in placed:
-                out.write(b"\0" * (base + offset - out.tell()))
-                src.seek(layout.data_start + tensor.offset)
-                left = tensor.size
-                while left:
-                    chunk = src.read(min(_COPY, left))
-                    if not chunk:
-                        raise GGUFError(f"{source}: tensor {tensor.name} runs past the file")
-                    out.write(chunk)
-                    left -= len(chunk)
+            out.write(first)
+            for chunk in chunks:
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, dest)

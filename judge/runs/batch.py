@@ -38,6 +38,7 @@ from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
 from judge.models.budget import Limits
 from judge.models.client import CallStore, ModelClient, RunStopped
+from judge.models.preflight import ensure_loadable
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.admission import Gate, InputRefused, RuleOf
@@ -239,6 +240,8 @@ async def run_batch(
     screened = gate.screen(batch.items)
     if strict and screened.refused:
         raise InputRefused(screened.refused)
+    if screened.todo and not pipeline.client.replay:  # a model that cannot load: nothing stored
+        ensure_loadable(config, load_runtime=executor == "local")
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
@@ -293,6 +296,7 @@ async def run_batch(
     summary.wall_seconds = time.perf_counter() - started
     # a budget's message with the final numbers (calls in flight finished since it stopped)
     summary.stopped = run.stopped and (pipeline.client.stop_reason() or run.stopped)
+    summary.usage_error = bool(run.stopped) and pipeline.client.flow.usage_error
     if run.stopped:
         summary.pending = sum(1 for item in todo if not store.answer_done(
             pipeline.judge_version, item.record.answer_id))

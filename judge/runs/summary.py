@@ -48,6 +48,8 @@ class RunSummary:
     stopped: str | None = None
     #: answers of the input left unjudged by a stopped run (judged on resume)
     pending: int = 0
+    #: the run stopped on a usage error (a budget smaller than one call): exit 64
+    usage_error: bool = False
 
     def stale_warning(self, db: Path | str | None) -> str | None:
         """What to say when answers from the store were judged by other code."""
@@ -95,8 +97,11 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit code for this run: 4 stopped (breaker or budget), 3 some claims
-        are judge_error, 2 some lines were rejected, 0 clean (the most serious wins)."""
+        """The CLI's exit code for this run: 64 stopped by a usage error (a budget smaller
+        than one call), 4 stopped (breaker or budget), 3 some claims are judge_error, 2 some
+        lines were rejected, 0 clean (the most serious wins)."""
+        if self.stopped and self.usage_error:
+            return 64
         if self.stopped:
             return 4
         if self.judge_errors:

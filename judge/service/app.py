@@ -8,6 +8,7 @@ Content-Security-Policy that allows scripts and styles from ``/static`` only.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,7 +26,12 @@ import judge
 from judge.config import JudgeConfig, load_config
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 from judge.service import api, apidocs, pages
-from judge.service.auth import Authenticator, LoginRequired
+from judge.service.auth import (
+    TRUSTED_PROXIES_ENV,
+    Authenticator,
+    LoginRequired,
+    parse_proxies,
+)
 from judge.service.jobs import BatchJobs
 from judge.service.settings import Identity, ServiceSettings, load_tokens, parse_tokens
 from judge.store import Store
@@ -113,6 +119,23 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+#: FastAPI's detail for a JSON body its parser raised on (not a JSON syntax error)
+UNPARSED_BODY = "There was an error parsing the body"
+
+
+def unparsed_reason(cause: BaseException | None) -> str:
+    """Why a request body that is JSON could not be read, with the fix: an integer too long
+    for Python to convert, or nesting deeper than the parser goes."""
+    if isinstance(cause, RecursionError):
+        why = "it nests arrays or objects deeper than the service reads; flatten it"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        why = ("it holds an integer of more than 4,300 digits; send such a value as a "
+               "string")
+    else:
+        why = f"{type(cause).__name__ if cause else 'unknown error'}: {str(cause)[:200]}"
+    return f"the request body cannot be parsed: {why}"
+
+
 def _loc(loc: Any) -> str:
     return ".".join(str(p) for p in loc)
 
@@ -130,6 +153,8 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and exc.detail == UNPARSED_BODY:
+            return JSONResponse({"detail": unparsed_reason(exc.__cause__)}, status_code=422)
         wants_html = "text/html" in request.headers.get("accept", "")
         if wants_html and not request.url.path.startswith("/v1"):
             return pages.render(request, "message.html", status=exc.status_code,
@@ -165,9 +190,12 @@ def create_app(
     max_body_bytes: int = 8 * 1024 * 1024,
     max_batch_bytes: int = 128 * 1024 * 1024,
     cookie_secure: bool = False,
+    trusted_proxies: str | list[str] | None = None,
 ) -> FastAPI:
     """The service. ``tokens``: ``{token: Identity}``, a ``"token:name[:role],..."`` string,
-    or None for ``$CLAIM_JUDGE_TOKENS``. Without any token nothing can be read or written."""
+    or None for ``$CLAIM_JUDGE_TOKENS``. Without any token nothing can be read or written.
+    ``trusted_proxies``: the addresses or networks whose ``X-Forwarded-For`` names the client
+    (None: ``$CLAIM_JUDGE_TRUSTED_PROXIES``; none trusted by default)."""
     if tokens is None:
         tokens = load_tokens()
     elif isinstance(tokens, str):
@@ -194,7 +222,9 @@ def create_app(
         docs_url=None, redoc_url=None,  # their pages load scripts from a CDN; CSP forbids it
     )
     app.state.settings = settings
-    app.state.auth = Authenticator(tokens, settings.session_hours)
+    proxies = parse_proxies(os.environ.get(TRUSTED_PROXIES_ENV) if trusted_proxies is None
+                            else trusted_proxies)
+    app.state.auth = Authenticator(tokens, settings.session_hours, trusted_proxies=proxies)
     app.state.jobs = jobs
     _install_handlers(app)
     app.include_router(api.router)

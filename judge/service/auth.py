@@ -1,12 +1,20 @@
 """Authentication: bearer tokens for the API, a login form (itself CSRF-protected by a double
 submitted token) that sets an HttpOnly session cookie for the review pages, and a per-session
-CSRF token for their forms. Wrong tokens are throttled per client (:class:`FailureThrottle`):
-after :data:`MAX_FAILURES` wrong tokens within :data:`FAILURE_WINDOW_S` seconds a client gets
-429 (with ``Retry-After``) until the oldest failure leaves the window, whatever it sends."""
+CSRF token for their forms.
+
+Wrong tokens are throttled (:class:`FailureThrottle`, :meth:`Authenticator.admit`), counted
+per source (the client's address) and per source and token prefix (the token's first
+:data:`TOKEN_PREFIX_CHARS` characters): after :data:`MAX_FAILURES` wrong tokens within
+:data:`FAILURE_WINDOW_S` seconds, a source gets 429 (with ``Retry-After``) for every token
+that no valid token begins like, and for the prefix it kept failing with. A correct token is
+never refused because of someone else's failures: one sent from a noisy address is still
+checked. The source is the TCP peer; ``X-Forwarded-For`` is read only when the peer is one of
+the proxies the operator lists (``--trusted-proxy``, ``$CLAIM_JUDGE_TRUSTED_PROXIES``)."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 import threading
 import time
@@ -42,6 +50,10 @@ MAX_FAILURES = 10
 FAILURE_WINDOW_S = 60.0
 #: Clients remembered at most (the oldest are forgotten first).
 MAX_CLIENTS = 10_000
+#: Characters of a token its failures are also counted under (with the source).
+TOKEN_PREFIX_CHARS = 4
+TRUSTED_PROXIES_ENV = "CLAIM_JUDGE_TRUSTED_PROXIES"
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class Throttled(HTTPException):
@@ -54,7 +66,8 @@ class Throttled(HTTPException):
 
 
 class FailureThrottle:
-    """Wrong tokens per client (its address) in a sliding window, in this process."""
+    """Wrong tokens per key (a source, or a source and token prefix) in a sliding window, in
+    this process."""
 
     def __init__(self, limit: int = MAX_FAILURES, window_s: float = FAILURE_WINDOW_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -96,20 +109,86 @@ class FailureThrottle:
             raise Throttled(wait)
 
 
-def client_of(request: Request) -> str:
-    """The client a request comes from (its address; behind a proxy, the proxy's unless the
-    server trusts forwarded headers)."""
-    return request.client.host if request.client else "unknown"
+def parse_proxies(spec: str | list[str] | None) -> tuple[Network, ...]:
+    """Addresses or networks (``10.0.0.5``, ``10.0.0.0/8``, ``::1``), comma- or
+    space-separated; ``ValueError`` naming an entry that is neither."""
+    entries = spec if isinstance(spec, list) else (spec or "").replace(",", " ").split()
+    out = []
+    for entry in (e.strip() for e in entries if e.strip()):
+        try:
+            out.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"trusted proxy {entry!r} is not an IP address or network "
+                             "(e.g. 10.0.0.5 or 10.0.0.0/8)") from None
+    return tuple(out)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+
+
+def source_of(peer: str, forwarded_for: str | None, trusted: tuple[Network, ...]) -> str:
+    """Where a request comes from: the TCP ``peer``, unless it is a trusted proxy; then the
+    nearest address of ``X-Forwarded-For`` (read from the right) that is not a trusted proxy
+    itself. A forwarded entry that is not an address ends the walk at the last trusted hop."""
+    def is_trusted(text: str) -> bool:
+        address = _address(text)
+        return address is not None and any(address in net for net in trusted)
+
+    if not trusted or not forwarded_for or not is_trusted(peer):
+        return peer
+    source = peer
+    for hop in reversed([h.strip() for h in forwarded_for.split(",") if h.strip()]):
+        if _address(hop) is None:
+            return source
+        source = str(_address(hop))
+        if not is_trusted(hop):
+            return source
+    return source
 
 
 class Authenticator:
     def __init__(self, tokens: dict[str, Identity], session_hours: float,
-                 throttle: FailureThrottle | None = None) -> None:
+                 throttle: FailureThrottle | None = None,
+                 trusted_proxies: tuple[Network, ...] = ()) -> None:
         self._tokens = dict(tokens)
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._ttl = session_hours * 3600
         self.throttle = throttle or FailureThrottle()
+        self.trusted_proxies = trusted_proxies
+
+    def client_of(self, request: Request) -> str:
+        """The source a request comes from (:func:`source_of`)."""
+        peer = request.client.host if request.client else "unknown"
+        return source_of(peer, request.headers.get("x-forwarded-for"), self.trusted_proxies)
+
+    def _known_prefix(self, prefix: str) -> bool:
+        known = False
+        for token in self._tokens:  # every candidate compared
+            known |= hmac.compare_digest(token[:TOKEN_PREFIX_CHARS].encode(), prefix.encode())
+        return known
+
+    def admit(self, token: str, client: str) -> Identity | None:
+        """The token's identity, None for a wrong token (counted against ``client`` and
+        against ``client`` with the token's prefix); :class:`Throttled` when the source has
+        failed too often with this prefix, or too often at all and no valid token begins
+        with this prefix (so a correct token from a noisy address is still checked)."""
+        prefix = token[:TOKEN_PREFIX_CHARS]
+        own = f"{client} {prefix}"
+        wait = self.throttle.wait(own)
+        if wait <= 0 and not self._known_prefix(prefix):
+            wait = self.throttle.wait(client)
+        if wait > 0:
+            raise Throttled(wait)
+        identity = self.identity_for_token(token)
+        if identity is None:
+            self.throttle.failed(client)
+            self.throttle.failed(own)
+        return identity
 
     def identity_for_token(self, token: str) -> Identity | None:
         found = None
@@ -122,11 +201,9 @@ class Authenticator:
 
     def login(self, token: str, client: str = "unknown") -> tuple[str, Session] | None:
         """A new session for a valid token; None for a wrong one (counted against
-        ``client``); :class:`Throttled` while the client must wait."""
-        self.throttle.check(client)
-        identity = self.identity_for_token(token)
+        ``client``); :class:`Throttled` while the client must wait (:meth:`admit`)."""
+        identity = self.admit(token, client)
         if identity is None:
-            self.throttle.failed(client)
             return None
         sid = secrets.token_urlsafe(32)
         session = Session(identity, secrets.token_urlsafe(24), time.time() + self._ttl)
@@ -166,11 +243,8 @@ class Authenticator:
                 401, "authentication required: send 'Authorization: Bearer <token>'",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        client = client_of(request)
-        self.throttle.check(client)
-        identity = self.identity_for_token(token.strip())
+        identity = self.admit(token.strip(), self.client_of(request))
         if identity is None:
-            self.throttle.failed(client)
             raise HTTPException(401, "invalid token", headers={"WWW-Authenticate": "Bearer"})
         return identity
 

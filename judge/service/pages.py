@@ -33,7 +33,6 @@ from judge.service.auth import (
     SESSION_COOKIE,
     Session,
     Throttled,
-    client_of,
     require_role,
 )
 from judge.service.settings import ServiceSettings
@@ -135,7 +134,8 @@ async def login(request: Request) -> Response:
                            error="The login form is stale or was not sent by this site; "
                                  "log in again.")
     try:
-        done = request.app.state.auth.login(form.get("token", "").strip(), client_of(request))
+        done = request.app.state.auth.login(form.get("token", "").strip(),
+                                             request.app.state.auth.client_of(request))
     except Throttled as exc:
         return _login_page(request, target, status=429, error=str(exc.detail))
     if done is None:

@@ -18,8 +18,11 @@ they always were): there a sentence without a claim is accepted as skipped only 
 nothing checkable. Accepted skips are recorded with their reasons.
 
 A claim the model wrote in its own words must be grounded in the sentence it names (enough
-of its content words occur there, :func:`judge.split.checkable.grounding`); an ungrounded
-claim is not judged but becomes a ``judge_error`` for review (``Split.ungrounded``).
+of its content words occur there, :func:`judge.split.checkable.grounding`) and say what it
+says (its names, quantities and negation come from it, and the claims of a sentence keep
+its content: :mod:`judge.split.faithful`); a claim that fails is not judged but becomes a
+``judge_error`` for review (``Split.ungrounded``), and its sentence is judged as it stands
+(an ``uncovered`` claim).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from judge.records import AnswerRecord, Citation
 from judge.split.abstention import looks_like_abstention
 from judge.split.checkable import GROUNDED_SHARE, checkable_reason, grounding
 from judge.split.citations import Sentence, segment_answer
+from judge.split.faithful import uncovered_content, unfaithful
 from judge.verdicts import AnswerStatus, Claim
 
 #: The longest answer text an ``unsplit`` claim keeps.
@@ -163,6 +167,20 @@ def ungrounded_error(claim: str, sentence: int, text: str, share: float) -> str:
             "needed); the split may have rewritten it, a person should look")
 
 
+def unfaithful_error(claim: str, sentence: int, text: str, why: str | None) -> str | None:
+    if why is None:
+        return None
+    return (f"the claim {claim!r} does not say what sentence {sentence} ({text!r}) says: "
+            f"{why}; the split may have rewritten it, the sentence is judged as it stands "
+            "and a person should look")
+
+
+def uncovered_error(sentence: int, text: str, lost: str) -> str:
+    return (f"the claims of sentence {sentence} ({text!r}) leave out what it states: {lost}; "
+            "the split may have rewritten it, the sentence is judged as it stands and a "
+            "person should look")
+
+
 def uses_coverage(version: str) -> bool:
     """``split_claims`` v2 and later account for every sentence (v1 is kept as it was)."""
     return int(version.removeprefix("v")) >= 2
@@ -246,21 +264,55 @@ class Splitter:
             abstention = c.kind == "abstention" or looks_like_abstention(text)
             specs.append((c.sentence, (text, cites, abstention), "split", index))
         specs, skipped = self._cover(specs, skips, texts, kept, reasons_given=coverage)
+        specs, errors = self._faithful(specs, found, texts, kept, record)
         if len(specs) > bound:
             return Split([unsplit_claim(record)],
                          f"split produced {len(specs)} claims; the bound "
                          f"(max_claims_per_answer) is {bound}", call)
         claims = make_claims(record.answer_id, [spec for _, spec, _, _ in specs], origin="split")
-        ungrounded: dict[int, str] = {}
-        for position, (claim, (n, _, origin, made)) in enumerate(zip(claims, specs,
-                                                                       strict=True)):
+        for claim, (_, _, origin, _) in zip(claims, specs, strict=True):
             claim.origin = origin  # type: ignore[assignment]
-            if made is not None and found[made].text.strip():  # the model's own wording
-                share = grounding(claim.text, texts[n - 1], record.answer)
-                if share < GROUNDED_SHARE:
-                    ungrounded[position] = ungrounded_error(claim.text, n, texts[n - 1], share)
-        return Split(claims, None, call, skipped, [index for _, _, _, index in specs],
-                     ungrounded)
+        return Split(claims, None, call, skipped, [index for _, _, _, index in specs], errors)
+
+    @staticmethod
+    def _faithful(
+        specs: list[Spec], found: Sequence[ModelClaim], texts: list[str],
+        kept: list[Sentence], record: AnswerRecord,
+    ) -> tuple[list[Spec], dict[int, str]]:
+        """The claims the model wrote in its own words checked against their sentences:
+        grounded (:func:`grounding`), saying nothing the sentence does not
+        (:func:`unfaithful`), and together keeping its checkable content
+        (:func:`uncovered_content`). A sentence whose claims fail has those claims made
+        ``judge_error`` (position → why) and is itself added as an ``uncovered`` claim,
+        judged as it stands. Returns the specs in sentence order and the errors."""
+        why: list[str | None] = [None] * len(specs)
+        by_sentence: dict[int, list[int]] = {}
+        for i, (n, (text, _, _), _, made) in enumerate(specs):
+            by_sentence.setdefault(n, []).append(i)
+            if made is None or not found[made].text.strip():  # the sentence as it stands
+                continue
+            sentence = texts[n - 1]
+            share = grounding(text, sentence, record.answer)
+            context = "\n".join([record.question or "", *texts[: n - 1]])
+            why[i] = (ungrounded_error(text, n, sentence, share) if share < GROUNDED_SHARE
+                      else unfaithful_error(text, n, sentence,
+                                            unfaithful(text, sentence, context)))
+        for n, members in by_sentence.items():
+            if any(why[i] for i in members) or all(specs[i][3] is None for i in members):
+                continue
+            lost = uncovered_content(texts[n - 1], [specs[i][1][0] for i in members])
+            if lost is not None:
+                for i in members:
+                    why[i] = uncovered_error(n, texts[n - 1], lost)
+        failed = sorted({specs[i][0] for i in range(len(specs)) if why[i]})
+        for n in failed:
+            cites = kept[n - 1].citations if kept else []
+            text = texts[n - 1].strip()
+            specs = [*specs, (n, (text, cites, looks_like_abstention(text)), "uncovered", None)]
+            why.append(None)
+        order = sorted(range(len(specs)), key=lambda i: specs[i][0])  # stable
+        return ([specs[i] for i in order],
+                {position: w for position, i in enumerate(order) if (w := why[i]) is not None})
 
     @staticmethod
     def _cover(

@@ -33,12 +33,14 @@ CHAT = "I love writing Python on rainy days."
 
 def toy_head(about: dict[str, Any] | None = None) -> ProbeHead:
     """Reads the fake provider's 3-number vectors: component 0 -> supported, 1 ->
-    not_in_source, 2 -> not_verifiable (scale 1, mean 0, so the weights act on them as is)."""
+    not_in_source, 2 -> not_verifiable (scale 1, mean 0, so the weights act on them as is).
+    It records the prompt its vectors are read with (probe_claim v1 unless ``about`` says)."""
     coef = np.zeros((4, 3))
     coef[LABELS.index("supported"), 0] = 6.0
     coef[LABELS.index("not_in_source"), 1] = 6.0
     coef[LABELS.index("not_verifiable"), 2] = 6.0
-    return ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4), about or {})
+    return ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4),
+                     {"prompt": "probe_claim/v1", **(about or {})})
 
 
 def write_head(folder: Path, head: ProbeHead, name: str = "head.json") -> dict[str, str]:
@@ -113,7 +115,8 @@ def test_a_provider_without_a_vector_or_with_nan_fails_closed(
 def test_a_head_for_another_model_fails_closed(
     tmp_path: Path, store: Store, fake_llm: FakeLLM
 ) -> None:
-    head = ProbeHead(tuple(LABELS), np.zeros(5), np.ones(5), np.zeros((4, 5)), np.zeros(4))
+    head = ProbeHead(tuple(LABELS), np.zeros(5), np.ones(5), np.zeros((4, 5)), np.zeros(4),
+                     {"prompt": "probe_claim/v1"})
     config = probe_config(tmp_path, probe_head=write_head(tmp_path, head, "five.json"))
     judge_file(batch(tmp_path, [GOOD]), config=config, db=store)
     row = next(store.verdict_rows())

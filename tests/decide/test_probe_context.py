@@ -10,7 +10,7 @@ from judge.decide.probe import PROBE_CONTEXT_CHARS, said_before
 from judge.models.prompts import render
 from judge.store import Store
 from tests.conftest import write_jsonl
-from tests.decide.test_probe import GOOD, SRC, probe_config
+from tests.decide.test_probe import GOOD, SRC, probe_config, toy_head, write_head
 from tests.fakes import EMBED, FakeLLM
 
 EXCERPTS = [{"source_id": "s", "text": "Paris is the capital of France."}]
@@ -52,7 +52,9 @@ def test_the_pipeline_gives_v2_the_answers_question(
     path = write_jsonl(tmp_path / "in.jsonl", [{
         "id": "q", "question": question, "sources": [SRC], "answer": GOOD,
         "generator": "other/model", "claims": [{"text": GOOD, "citations": ["py"]}]}])
-    config = probe_config(tmp_path, prompts={"split_claims": "v1", "probe_claim": "v2"})
+    head = write_head(tmp_path, toy_head({"prompt": "probe_claim/v2"}), "head-v2.json")
+    config = probe_config(tmp_path, prompts={"split_claims": "v1", "probe_claim": "v2"},
+                          probe_head=head)
     judge_file(path, config=config, db=store)
     (text,) = [c["messages"][0]["content"] for c in fake_llm.calls if c["schema"] == EMBED]
     assert "Said just before: Which Python release added tomllib?" in text

@@ -30,11 +30,14 @@ UNIFORM = {"file": "builtin:uniform",
 
 @pytest.fixture
 def embedded_fake(monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM) -> FakeLLM:
-    """The scripted provider answers for ``embedded/...`` (no model is loaded)."""
+    """The scripted provider answers for ``embedded/...`` (no model is found, verified or
+    loaded: the run's check that it loads is the scripted model's too)."""
     from judge.models import embedded, embedded_provider
 
     monkeypatch.setattr(embedded_provider, "_HANDLER", fake_llm)
     monkeypatch.setattr(embedded, "unavailable", lambda: None)
+    for loads in ("load", "layered_file", "model_file"):
+        monkeypatch.setattr(embedded, loads, lambda *args, **kwargs: None)
     return fake_llm
 
 
@@ -135,3 +138,31 @@ def test_fit_records_the_layer_in_the_head_it_writes(
     embedded_fake.calls.clear()
     again = eval_gold(gold, config=out, db=db)  # accepted, and decided from stored vectors
     assert again.summary.model_calls == 0 and not embedded_fake.calls
+
+
+def test_a_head_that_records_no_prompt_is_refused(
+    tmp_path: Path, store: Store, embedded_fake: FakeLLM
+) -> None:
+    head = write_head(tmp_path, toy_head({"prompt": None}), "head-no-prompt.json")
+    for version in ("v1", "v2"):
+        config = JudgeConfig(model=MODEL, strategy="probe", probe_head=head,
+                             prompts={"split_claims": "v1", "probe_claim": version})
+        with pytest.raises(ProbeHeadError, match="records no prompt"):
+            judge_file(batch(tmp_path, [GOOD]), db=store, config=config)
+    assert not embedded_fake.calls  # refused before any call
+
+
+def test_a_head_of_another_models_hidden_states_is_refused(
+    tmp_path: Path, store: Store, embedded_fake: FakeLLM
+) -> None:
+    from judge.models.embedded import MODEL_SHA256
+
+    other = write_head(tmp_path, toy_head({"gguf_sha256": "ab" * 32}), "head-other.json")
+    with pytest.raises(ProbeHeadError, match="fitted on the hidden states of the model"):
+        judge_file(batch(tmp_path, [GOOD]), db=store, config=layered(tmp_path, None,
+                                                                    probe_head=other))
+    assert not embedded_fake.calls
+    ours = write_head(tmp_path, toy_head({"gguf_sha256": MODEL_SHA256}), "head-ours.json")
+    judge_file(batch(tmp_path, [GOOD]), db=store, config=layered(tmp_path, None,
+                                                                probe_head=ours))
+    assert len(embedded_fake.calls) == 1

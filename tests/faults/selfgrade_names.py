@@ -63,6 +63,12 @@ REFUSED: tuple[tuple[str, str], ...] = (
         "ɡpt-4o-mini", "gpt-4o-mını", "gpt-40-mini",  # U+0261 script g, U+0131 dotless i, zero
         # short aliases
         "4o-mini", "gpt4o-mini",
+        # a path suffix after the name, the vendor's model inside a deployment name
+        "openai/gpt-4o-mini/ft-acme-support", "azure/prod-4o-mini-eastus",
+        "databricks/databricks-gpt-4o-mini", "azure/eastus-prod-gpt-4o-mini-2024",
+        # a combining mark (decomposed and stripped), a Cyrillic komi sje (U+050D), letters
+        # spaced one by one
+        "g\u0301pt-4o-mini", "\u050dpt-4o-mini", "g p t - 4 o - m i n i", "G P T 4o mini",
     )),
 )
 
@@ -81,4 +87,20 @@ ALLOWED: tuple[tuple[str, str], ...] = (
     ("gpt-j-6b", "openai/gpt-4o-mini"),
     ("AI-Sweden-Models/gpt-sw3-126m", "openai/gpt-4o-mini"),
     ("ollama/qwen:7b", "openai/gpt-4o-mini"),
+    # deployment names and paths that hold other vendors' models, or none
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "openai/gpt-4o-mini"),
+    ("azure/prod-claude-eastus", "openai/gpt-4o-mini"),
+    ("azure/my-deployment", "openai/gpt-4o-mini"),
+    ("databricks/databricks-dbrx-instruct", "openai/gpt-4o-mini"),
+    ("databricks/databricks-meta-llama-3-70b-instruct", "openai/gpt-4o-mini"),
+    ("hf/acme/support-bot-v2", "openai/gpt-4o-mini"),
+    ("together_ai/Qwen/Qwen2.5-7B-Instruct", "openai/gpt-4o-mini"),
+    ("microsoft/Phi-3-mini-4k-instruct", "openai/gpt-4o-mini"),
+    ("google/gemma-2-9b-it", "openai/gpt-4o-mini"),
+    ("01-ai/Yi-34B", "openai/gpt-4o-mini"),
+    ("meta-llama/Llama-4-Maverick", "openai/o3-mini"),
+    ("openai-community/gpt2", "anthropic/claude-3-haiku"),
+    ("bedrock/cohere.command-r-v1:0", "openai/o1"),
+    ("é-commerce-assistant", "openai/gpt-4o-mini"),
+    ("a b c d", "openai/gpt-4o-mini"),
 )

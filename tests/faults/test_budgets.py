@@ -6,6 +6,7 @@ than the budget, and the stop message gives the summary's numbers."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -26,6 +27,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "tokens": ("openai/fake-judge", ("--max-tokens", "2000")),
         "cost": ("openai/gpt-4o-mini", ("--max-cost", "0.0008")),
         "unpriced_cost": ("openai/fake-judge", ("--max-cost", "0.003")),
+        "tokens_8000": ("openai/fake-judge", ("--max-tokens", "8000")),
+        "smaller_than_a_call": ("openai/fake-judge", ("--max-tokens", "60")),
     }
     servers, commands = {}, []
     try:
@@ -47,8 +50,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             server.stop()
 
 
-def _summary(proc: Any) -> dict[str, Any]:
-    assert proc.returncode == 4, proc.stderr[-2000:]
+def _summary(proc: Any, code: int = 4) -> dict[str, Any]:
+    assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
@@ -85,3 +88,26 @@ def test_a_cost_budget_without_a_price_stops_before_any_call(runs: dict[str, Any
     summary = _summary(proc)
     assert requests == [] and summary["model_calls"] == 0
     assert "knows no price" in summary["stopped"]
+
+
+def test_a_reservation_that_does_not_fit_waits_for_the_calls_in_flight(
+    runs: dict[str, Any]
+) -> None:
+    # eight answers in flight each reserve more than they use: a call that does not fit
+    # waits for them to settle, so the run goes on until no call fits what is left
+    proc, requests = runs["tokens_8000"]
+    summary = _summary(proc)
+    used = summary["prompt_tokens"] + summary["completion_tokens"]
+    need = int(re.search(r"the next call needs up to (\d+)", summary["stopped"]).group(1))
+    assert used <= 8000 < used + need, summary["stopped"]
+    assert summary["answers_judged_now"] >= 1 and len(requests) == summary["model_calls"]
+
+
+def test_a_budget_smaller_than_one_call_is_a_usage_error_that_says_so(
+    runs: dict[str, Any]
+) -> None:
+    proc, requests = runs["smaller_than_a_call"]
+    summary = _summary(proc, code=64)
+    assert requests == [] and summary["model_calls"] == 0
+    assert "--max-tokens 60 is smaller than one call" in summary["stopped"]
+    assert "raise --max-tokens to at least" in summary["stopped"]

@@ -40,8 +40,8 @@ def config(tmp_path: Path, server: OpenAIServer, **extra: Any) -> JudgeConfig:
     coef[LABELS.index("not_in_source"), 1] = 6.0
     coef[LABELS.index("not_verifiable"), 2] = 6.0
     path = tmp_path / "head.json"
-    path.write_text(ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4))
-                    .dumps(), encoding="utf-8")
+    path.write_text(ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4),
+                              {"prompt": "probe_claim/v1"}).dumps(), encoding="utf-8")
     head = {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     extra.setdefault("retries", 1)
     return JudgeConfig(model="openai/probe-model", api_base=server.base_url, strategy="probe",

@@ -57,7 +57,8 @@ def head_file(folder: Path, head: ProbeHead, name: str) -> dict[str, str]:
 def says_supported(dim: int = DIM) -> ProbeHead:
     """The current head of the synthetic team: every claim supported."""
     intercept = np.array([1.0 if label == "supported" else 0.0 for label in LABELS])
-    return ProbeHead(tuple(LABELS), np.zeros(dim), np.ones(dim), np.zeros((4, dim)), intercept)
+    return ProbeHead(tuple(LABELS), np.zeros(dim), np.ones(dim), np.zeros((4, dim)), intercept,
+                     {"prompt": "probe_claim/v1"})
 
 
 def probe_toml(folder: Path, ref: dict[str, str]) -> Path:

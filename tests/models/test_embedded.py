@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pytest
 
-from judge.models import embedded, embedded_provider
+from judge.models import embedded, embedded_provider, model_bytes
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -162,12 +162,14 @@ def test_model_file_hashes_an_unmarked_file_once(
     expected.write_bytes(full)  # e.g. crash between rename and marker
     monkeypatch.setattr(embedded, "part_paths", lambda: pytest.fail("should not reassemble"))
     assert embedded.model_file() == expected
-    assert embedded._read_marker(expected) == _sha(full)
+    assert model_bytes.read_marker(expected) == _sha(full)
 
 
 def test_gguf_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.models.test_gguf_layers import toy_gguf
+
     own = tmp_path / "mine.gguf"
-    own.write_bytes(b"GGUF")
+    toy_gguf(own)
     monkeypatch.setenv(embedded.ENV_GGUF, str(own))
     assert embedded.model_file() == own
     monkeypatch.setenv(embedded.ENV_GGUF, str(tmp_path / "missing.gguf"))
@@ -374,8 +376,10 @@ def test_unavailable_model_is_a_permanent_error(
 def test_own_gguf_keeps_requested_name(
     fake_runtime: FakeRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tests.models.test_gguf_layers import toy_gguf
+
     own = tmp_path / "mine.gguf"
-    own.write_bytes(b"GGUF")
+    toy_gguf(own)
     monkeypatch.setenv(embedded.ENV_GGUF, str(own))
     msgs = [{"role": "user", "content": "x"}]
     resp = litellm.completion(model="embedded/my-model", messages=msgs)

@@ -47,7 +47,7 @@ def toy_gguf(path: Path, blocks: int = 3, alignment: int = 32, count_type: int =
     offsets = dict(placed)
     for name in names:
         table += _string(name) + struct.pack("<I", 1) + struct.pack("<Q", len(payload[name]))
-        table += struct.pack("<IQ", 0, offsets[name])
+        table += struct.pack("<IQ", 24, offsets[name])  # I8: one byte a value
     body = head + table
     body += b"\0" * (-len(body) % alignment)
     data = bytearray()

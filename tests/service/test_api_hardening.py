@@ -96,12 +96,14 @@ def test_review_bodies_with_duplicate_keys_are_refused(client: TestClient) -> No
     assert response.status_code == 422 and "duplicate" in response.json()["detail"]
 
 
-def test_wrong_tokens_are_throttled_per_client(client: TestClient) -> None:
+def test_wrong_tokens_are_throttled_per_source(client: TestClient) -> None:
     wrong = {"Authorization": "Bearer guess-0000"}
     codes = [client.get("/v1/queues", headers=wrong).status_code for _ in range(12)]
     assert codes[:10] == [401] * 10 and codes[10:] == [429, 429]
-    blocked = client.get("/v1/queues", headers=ALICE)  # even a right token waits now
+    blocked = client.get("/v1/queues", headers={"Authorization": "Bearer other-guess"})
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
+    # a right token from the same address is not refused for the guesser's failures
+    assert client.get("/v1/queues", headers=ALICE).status_code == 200
     # another client is not slowed down
     other = TestClient(client.app, client=("10.0.0.9", 5000))
     assert other.get("/v1/queues", headers=ALICE).status_code == 200
@@ -120,3 +122,18 @@ def test_the_throttle_forgets_failures_outside_its_window() -> None:
     assert throttle.wait("d") == 0
     now[0] = 10.5
     assert throttle.wait("c") == 0
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b'{"id": "a", "answer": "x", "sources": [], "n": 1' + b"0" * 5000 + b"}",
+     "integer of more than 4,300 digits"),
+    (b'{"id": "a", "answer": "x", "sources": [], "deep": ' + b"[" * 200_000 + b"]" * 200_000
+     + b"}", "nests arrays or objects deeper"),
+])
+def test_a_body_the_parser_cannot_read_is_422_with_the_reason(
+    server: httpx.Client, body: bytes, reason: str
+) -> None:
+    response = server.post("/v1/judge", headers={**ADMIN, "content-type": "application/json"},
+                           content=body)
+    assert response.status_code == 422, response.text[:500]
+    assert reason in response.json()["detail"]

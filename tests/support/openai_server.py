@@ -10,6 +10,7 @@ answers resume::
 
     with OpenAIServer() as server:
         server.fault("status", status=503, times=2)      # two 503s, then normal answers
+        server.fault("status", status=500, content="...") # an error with this message
         server.fault("status", status=429, retry_after=1)
         server.fault("hang", seconds=30)                  # holds the request open
         server.fault("malformed")                         # a body that is not JSON
@@ -20,6 +21,9 @@ answers resume::
         server.fault("drop", keep=1)                      # the split (or judge) keeps 1 claim
         server.fault("skip", sentence=2, reason="advice") # the split skips sentence 2 (as advice)
         server.fault("rewrite", text="The moon is cheese.")  # the split rewrites every claim
+        server.fault("nearest", candidates=[...])  # each claim becomes the source sentence
+                                # closest to it (judge: the prompt's sources), judged supported
+        server.fault("repeat")  # every claim says what the first one says (a true statement)
         server.fault("conflict")                          # every claim judged twice, differently
                                                           # (verify, and judge: one_call)
         server.fault("vector", vector=[float("nan")])     # /v1/embeddings: this vector instead
@@ -49,7 +53,17 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes import CHOICE, Reply, claim_in_evidence_vector, rule_responder
+from judge.text import split_sentences, tokens
+from tests.fakes import (
+    CHOICE,
+    Reply,
+    answer_lines,
+    claim_in_evidence_vector,
+    framed_sources,
+    rule_responder,
+    split_sentences_of,
+    verbatim_judgement,
+)
 
 Responder = Callable[[str, list[dict[str, Any]]], "str | Reply | Exception"]
 
@@ -76,6 +90,8 @@ class Fault:
     sentence: int = 2
     reason: str = "advice"
     text: str = ""
+    #: sentences a "nearest" fault picks from (judge calls: the prompt's sources when empty)
+    candidates: list[str] = field(default_factory=list)
     #: matching requests served normally before the fault applies
     after: int = 0
 
@@ -241,7 +257,8 @@ class OpenAIServer:
             headers = {}
             if fault.retry_after is not None:
                 headers["Retry-After"] = f"{fault.retry_after:g}"
-            handler._send(fault.status, {"error": {"message": f"injected {fault.status}",
+            handler._send(fault.status, {"error": {"message": fault.content
+                                                   or f"injected {fault.status}",
                                                    "type": "server_error"}}, headers)
             return
         if fault is not None and fault.kind == "hang":
@@ -269,7 +286,8 @@ class OpenAIServer:
             time.sleep(self.latency_s)
         if fault is not None and fault.kind in ("status", "hang", "malformed"):
             if fault.kind == "status":
-                handler._send(fault.status, {"error": {"message": f"injected {fault.status}",
+                handler._send(fault.status, {"error": {"message": fault.content
+                                                   or f"injected {fault.status}",
                                                        "type": "server_error"}})
             elif fault.kind == "hang":
                 time.sleep(fault.seconds)
@@ -317,6 +335,9 @@ class OpenAIServer:
             data = json.loads(reply.content)
             data["claims"] = [{**c, "text": fault.text} for c in data["claims"]]
             return Reply(json.dumps(data, ensure_ascii=False))
+        if fault is not None and fault.kind in ("nearest", "repeat") and (
+                schema.startswith("SplitOutput") or schema == "JointOutput"):
+            return Reply(_substituted(fault, schema, messages, json.loads(reply.content)))
         if fault is not None and fault.kind == "conflict" and (
                 schema.endswith("VerifyOutput") or schema == "JointOutput"):
             data = json.loads(reply.content)
@@ -348,6 +369,34 @@ class OpenAIServer:
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
         }
+
+
+def _substituted(fault: Fault, schema: str, messages: list[dict[str, Any]],
+                 data: dict[str, Any]) -> str:
+    """A split (or ``judge_answer`` output) whose claims say something other than their
+    sentences: "nearest" puts in each claim's place the candidate sentence sharing most words
+    with it (a source's sentence: true, and judged ``supported`` by a ``judge`` call);
+    "repeat" gives every sentence the first claim's statement (true when the first sentence
+    is)."""
+    user = messages[-1]["content"] if messages else ""
+    sentences = dict(answer_lines(user) if schema == "JointOutput"
+                     else [(int(n), t) for n, t in split_sentences_of(user)])
+    sources = framed_sources(user)
+    candidates = list(fault.candidates) or [
+        body[s:e].strip() for _, body in sources for s, e in split_sentences(body)]
+    first = None
+    for claim in data["claims"]:
+        text = claim.get("text") or sentences.get(claim["sentence"], "")
+        if fault.kind == "nearest":
+            words = set(tokens(text))
+            text = max(candidates, key=lambda c: len(words & set(tokens(c))))
+        else:
+            first = first or text
+            text = first
+        claim["text"] = text
+        if schema == "JointOutput":
+            claim.update(verbatim_judgement(text.rstrip(".。"), sources))
+    return json.dumps(data, ensure_ascii=False)
 
 
 def main(argv: list[str] | None = None) -> int:
