@@ -22,7 +22,7 @@ from judge.models.calls import CallCore, CallStore
 from judge.models.control_tokens import defuse
 from judge.models.failures import CallFailed, replay_failure
 from judge.models.prompts import RenderedPrompt
-from judge.models.served import answer_problem, listing_problem, request
+from judge.models.served import UNLISTED, answer_problem, listing_problem, request
 from judge.models.vectors import encode, raw_vector, response_vector, stored_vector
 
 
@@ -72,7 +72,7 @@ class EmbeddingCalls(CallCore):
         if self._listing is None:
             self._listing = asyncio.ensure_future(listing_problem(served))
         problem = await asyncio.shield(self._listing) or ""
-        if problem.startswith("could not list"):
+        if problem.startswith(UNLISTED):
             self._listing = None
         return problem
 

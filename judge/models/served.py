@@ -4,7 +4,8 @@ must be. A vector of another model, or normalised when the head reads unnormalis
 reverse), fails closed instead of reaching a head that would read it as something it is not.
 
 - The model: the id the config pins must be one the server lists (``GET /v1/models``, through
-  litellm), checked once per client before its first vector is asked for; and an answer that
+  litellm), checked once per client before its first vector is asked for (a listing that
+  fails is asked again with the next vector); and an answer that
   names another model is refused (vLLM names the model that answered; llama.cpp's server
   echoes the request, so there the listing is the check).
 - The normalisation: unnormalised vectors are asked for (``"embd_normalize": -1``, which
@@ -23,6 +24,8 @@ import numpy as np
 
 from judge.config.probe import ProbeEndpoint
 
+#: How a refusal for an endpoint whose models could not be listed begins (asked again later)
+UNLISTED = "could not list the models of the embeddings endpoint"
 #: How far from 1 a vector's norm may be and still count as L2-normalised: float16 rounding of
 #: a unit vector moves it by about 1e-4; the hidden states of the packaged model have norms of
 #: about 100.
@@ -84,11 +87,13 @@ async def listing_problem(endpoint: ProbeEndpoint, api_key: str | None = None) -
             litellm.get_valid_models, check_provider_endpoint=True,
             custom_llm_provider=provider, api_base=endpoint.api_base, api_key=api_key)
     except Exception as exc:  # noqa: BLE001 - any failure to list is a refusal, recorded
-        return f"could not list the models of the embeddings endpoint: {exc}"
+        return f"{UNLISTED}: {exc}"
     served = sorted({str(m) for m in listed or []})
+    where = endpoint.api_base or f"{provider}'s default endpoint"
+    if not served:  # litellm answers [] when the endpoint cannot be reached
+        return f"{UNLISTED} at {where} (is it running?)"
     if any(_is_pinned(endpoint, name) for name in served):
         return None
-    where = endpoint.api_base or f"{provider}'s default endpoint"
-    return (f"the embeddings endpoint at {where} serves {served or 'no model it could list'}, "
-            f"not {pinned!r} (probe_endpoint.model): pin the id the server reports "
-            "(llama-server --alias, vllm serve --served-model-name)")
+    return (f"the embeddings endpoint at {where} serves {served}, not {pinned!r} "
+            "(probe_endpoint.model): pin the id the server reports (llama-server --alias, "
+            "vllm serve --served-model-name)")

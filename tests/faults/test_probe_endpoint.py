@@ -108,6 +108,9 @@ def test_the_endpoints_address_is_not_part_of_a_calls_identity(
     ({"served_models": ["another-7b"]}, "serves ['another-7b'], not 'served-7b'"),
     # it answers as another model
     ({"fault": {"kind": "model", "model": "another-7b"}}, "answered as 'another-7b'"),
+    # it is not there
+    ({"endpoint": {"api_base": "http://127.0.0.1:9/v1"}},
+     "could not list the models of the embeddings endpoint at http://127.0.0.1:9/v1"),
 ])
 def test_vectors_the_config_does_not_read_fail_closed(
     tmp_path: Path, store: Store, server: OpenAIServer, setup: dict[str, Any], says: str
