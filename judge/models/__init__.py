@@ -4,7 +4,10 @@
   instructor, option log-probabilities for choice questions), stored whole and served from
   the store when it repeats; it composes :mod:`~judge.models.flow` (calls in flight,
   budgets, rate limits, retries, the breaker), :mod:`~judge.models.accounting` (what the calls
-  used, who answered them) and :mod:`~judge.models.structured` (instructor);
+  used, who answered them) and :mod:`~judge.models.structured` (instructor), and builds on
+  :mod:`~judge.models.calls` (what every kind of call shares) with
+  :mod:`~judge.models.embedding` (the probe's vectors; a served model's checked by
+  :mod:`~judge.models.served`);
 - :mod:`~judge.models.embedded`: the packaged offline default model behind a litellm provider;
 - :mod:`~judge.models.prompts`: versioned Jinja templates, sandboxed rendering, the manifest;
 - :mod:`~judge.models.schemas`: the structured outputs asked of a model;
