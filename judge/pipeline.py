@@ -88,7 +88,10 @@ class Pipeline:
     ) -> JudgedAnswer:
         """Judge one answer. ``domain`` (default: the record's own ``domain``) picks the
         decision rule (``JudgeConfig.domain_rules``); the verdicts record which one decided."""
-        reason = self_grading_reason(record.generator, self.config.model)
+        served = self.config.probe_endpoint  # the model whose vectors decide is a judge too
+        reason = next(filter(None, (self_grading_reason(record.generator, model) for model in
+                                    (self.config.model, *([served.model] if served else [])))),
+                      None)
         if reason:
             return JudgedAnswer(record, "refused", refused_reason=reason)
         await prepare(record)

@@ -207,3 +207,25 @@ def test_imports_keep_to_the_rules_each_package_states() -> None:
                 if not allowed or _under(target, never):
                     broken.append(f"{name} imports {target}")
     assert broken == []
+
+
+def test_the_two_seams_go_one_way() -> None:
+    """The model client builds on the embedding calls, which never name the client; the config
+    reads the strategy registry, which never names the config, not even for its types."""
+    found = modules()
+    known = set(found)
+
+    def every_import(name: str) -> set[str]:  # under TYPE_CHECKING too
+        tree = ast.parse(found[name].read_text(encoding="utf-8"))
+        package = name.rpartition(".")[0]
+        out: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                out.update(imported(node, package, known))
+        return out
+
+    assert "judge.models.embedding" in every_import("judge.models.client")
+    assert not {m for m in every_import("judge.models.embedding")
+                if m.startswith("judge.models.client")}
+    assert "judge.decide.registry" in every_import("judge.config.versioned")
+    assert not {m for m in every_import("judge.decide.registry") if m.startswith("judge.config")}

@@ -11,7 +11,8 @@ left out of the hash. Which is which is a fact of the types: a :class:`JudgeConf
 prompt templates.)
 
 May import records, verdicts and decide.registry (the strategies, read while a config is
-validated, never at import time); never models or store.
+validated; the registry imports nothing of the config, so the two go one way); never models or
+store.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from judge.config.probe import ProbeHeadRef
+from judge.config.probe import ProbeEndpoint, ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, DomainRule, ScoreModel
+from judge.decide.registry import names, prompt_owners, spec_of, with_setting
 from judge.records.models import DOMAIN_PATTERN
 from judge.verdicts import LABELS
 
@@ -136,12 +137,14 @@ class VersionedSettings(BaseModel):
     #: An earlier layer is also N/L of the forward pass's time. The head must have been
     #: fitted on vectors of the same layer.
     probe_layers: Annotated[int | None, Neutral(None)] = Field(default=None, ge=1, le=1024)
+    #: "probe": read the vectors from a served model's embeddings endpoint (model id,
+    #: pooling, normalisation: versioned; ``api_base``: not) instead of from ``model``, which
+    #: still generates. The head must have been fitted on that endpoint's vectors.
+    probe_endpoint: Annotated[ProbeEndpoint | None, Neutral(None)] = None
 
     @field_validator("prompts")
     @classmethod
     def _prompt_versions(cls, value: dict[str, str]) -> dict[str, str]:
-        from judge.decide.registry import prompt_owners
-
         known = list(prompt_owners())
         unknown = sorted(set(value) - set(known))
         if unknown:
@@ -173,16 +176,12 @@ class VersionedSettings(BaseModel):
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str) -> str:
-        from judge.decide.registry import spec_of
-
         spec_of(value)  # ValueError naming the known strategies
         return value
 
     @model_validator(mode="after")
     def _strategy_settings(self) -> Self:
         """What the strategy's declaration (judge.decide.registry) asks of the config."""
-        from judge.decide.registry import names, spec_of, with_setting
-
         spec = spec_of(self.strategy)
         if self.score_model is not None and spec.rule_setting != "score_model":
             raise ValueError(
@@ -205,6 +204,13 @@ class VersionedSettings(BaseModel):
         if self.probe_layers is not None and spec.rule_setting != "probe_head":
             raise ValueError(f"probe_layers picks the layer a probe reads: it needs strategy "
                              f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
+        if self.probe_endpoint is not None and spec.rule_setting != "probe_head":
+            raise ValueError(f"probe_endpoint serves a probe's vectors: it needs strategy "
+                             f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
+        if self.probe_layers is not None and self.probe_endpoint is not None:
+            raise ValueError("probe_layers cuts the embedded model; a served model gives the "
+                             "layer its server pools (leave probe_layers out with "
+                             "probe_endpoint)")
         if self.probe_layers is not None and not self.model.startswith("embedded/"):
             raise ValueError("probe_layers needs the embedded provider (model = "
                              "'embedded/...'): another provider serves the layer it serves")
@@ -240,8 +246,6 @@ class VersionedSettings(BaseModel):
         has no domain rules, its declaration names no ``rule_setting``) and the settings to
         decide it with: these for the default rule, else a copy with the domain's
         ``score_model`` or ``probe_head`` and ``review_support_below``."""
-        from judge.decide.registry import spec_of
-
         setting = spec_of(self.strategy).rule_setting
         if setting is None:
             return None, self
@@ -278,9 +282,12 @@ def neutral_values() -> dict[str, Any]:
 
 def plain(value: Any, identity: bool = False) -> Any:
     """A setting as plain JSON values. ``identity``: as the judge version hashes it (a probe
-    head by its content, the sha256, not by where its file lies)."""
+    head by its content, the sha256, not by where its file lies; a probe endpoint by what it
+    serves, not by its address)."""
     if identity and isinstance(value, ProbeHeadRef):
         return {"sha256": value.sha256}
+    if identity and isinstance(value, ProbeEndpoint):
+        return value.identity()  # where the server is is not what it computes
     if isinstance(value, BaseModel):
         # fields left at None are left out, so adding an optional field to a model
         # (DomainRule.probe_head) does not rename the judge versions that do not use it

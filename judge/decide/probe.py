@@ -71,22 +71,33 @@ def head_of(config: JudgeConfig) -> ProbeHead:
 
 def read_with(config: JudgeConfig) -> dict[str, Any]:
     """How a config's vectors are read, as a head fitted on them records it (``about``): the
-    prompt version and, with ``probe_layers``, the layer."""
+    prompt version; with ``probe_layers``, the layer; with ``probe_endpoint``, the served
+    model, its pooling and normalisation (``served``)."""
     out: dict[str, Any] = {"prompt": f"probe_claim/{config.prompts['probe_claim']}"}
     if config.probe_layers is not None:
         out["layers"] = config.probe_layers
+    if config.probe_endpoint is not None:
+        out["served"] = config.probe_endpoint.identity()
     return out
 
 
 def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
     """Refuse a head fitted on the packaged model's hidden states when ``CLAIM_JUDGE_GGUF``
     serves another model under the embedded provider, and a head fitted on vectors read
-    otherwise than this config reads them (another layer than ``probe_layers``, another
-    ``probe_claim`` version when the head records one): their vectors mean something else,
-    even when they have as many numbers."""
+    otherwise than this config reads them (from another served model, or served against in
+    process, or pooled or normalised otherwise: ``probe_endpoint``; another layer than
+    ``probe_layers``; another ``probe_claim`` version when the head records one): their
+    vectors mean something else, even when they have as many numbers."""
     from judge.models.embedded import ENV_GGUF, MODEL_SHA256
 
     name, reads = head.about.get("name", ""), read_with(config)
+    fitted_served = head.about.get("served")
+    if head.dim and fitted_served != reads.get("served"):
+        raise ProbeHeadError(
+            f"the probe head {name!r} was fitted on {_source(fitted_served)}, but this config "
+            f"reads {_source(reads.get('served'))}: a head reads one kind of vector only; pin "
+            "a head fitted on this config's vectors (judge the reviewed claims with "
+            "probe_head = builtin:uniform, then `judge fit`; docs/probe.md#a-served-model)")
     fitted_layers = head.about.get("layers")
     if head.dim and fitted_layers != reads.get("layers"):
         raise ProbeHeadError(
@@ -107,7 +118,8 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             "(judge fit, see docs/probe.md)")
     gguf = os.environ.get(ENV_GGUF)
     fitted_on = head.about.get("gguf_sha256")
-    if not (config.model.startswith("embedded/") and head.dim and fitted_on):
+    if not (config.probe_endpoint is None and config.model.startswith("embedded/")
+            and head.dim and fitted_on):
         return
     if gguf and fitted_on == MODEL_SHA256:
         raise ProbeHeadError(
@@ -135,6 +147,14 @@ def served_sha256(path: str) -> str | None:
         return digest(Path(path).expanduser())
     except OSError:
         return None
+
+
+def _source(served: object) -> str:
+    if not isinstance(served, dict):
+        return "the vectors of the model read in process (no probe_endpoint)"
+    norm = "L2-normalised" if served.get("normalized") else "unnormalised"
+    return (f"the {norm} vectors ({served.get('pooling')} pooling) of the served model "
+            f"{served.get('model')!r} (probe_endpoint)")
 
 
 def _layer(layers: object) -> str:

@@ -9,7 +9,8 @@ validated against :func:`names`; ``prompts`` may pin any prompt a strategy decla
 version requires the strategy's prompt (:func:`judge.version.pin`). Adding a strategy is one
 :func:`register` call (docs/extending.md).
 
-Imports nothing of the project at import time (the config reads it while validating).
+Imports nothing of the project, not even the config's types (the config imports it, to read
+it while validating): a config reaches it as a plain value, ``Any``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judge.config import JudgeConfig
-    from judge.config.versioned import VersionedSettings
     from judge.decide import Strategy
 
 #: What builds a strategy: ``(config, client, prompts root) -> Strategy``.
@@ -46,10 +45,11 @@ class StrategySpec:
     #: the setting a domain rule replaces (``score_model``, ``probe_head``); None: the
     #: strategy has no domain rules
     rule_setting: str | None = None
-    #: a further requirement on the config: raises ``ValueError`` saying what is missing
-    check: Callable[[VersionedSettings], None] | None = None
+    #: a further requirement on the config (the ``VersionedSettings`` being validated): raises
+    #: ``ValueError`` saying what is missing
+    check: Callable[[Any], None] | None = None
 
-    def build(self, config: JudgeConfig, client: Any, root: Path) -> Strategy:
+    def build(self, config: Any, client: Any, root: Path) -> Strategy:
         """The strategy bound to a config, a model client and the prompt templates."""
         factory = self.factory
         if isinstance(factory, str):
@@ -101,7 +101,7 @@ def with_setting(setting: str) -> list[str]:
     return [s.name for s in _STRATEGIES.values() if s.rule_setting == setting]
 
 
-def _needs_probe_head(config: VersionedSettings) -> None:
+def _needs_probe_head(config: Any) -> None:
     if config.probe_head is None:
         raise ValueError(
             "strategy 'probe' needs a head: pin one as probe_head = {file = ..., sha256 = "

@@ -4,7 +4,10 @@
   instructor, option log-probabilities for choice questions), stored whole and served from
   the store when it repeats; it composes :mod:`~judge.models.flow` (calls in flight,
   budgets, rate limits, retries, the breaker), :mod:`~judge.models.accounting` (what the calls
-  used, who answered them) and :mod:`~judge.models.structured` (instructor);
+  used, who answered them) and :mod:`~judge.models.structured` (instructor), and builds on
+  :mod:`~judge.models.calls` (what every kind of call shares) with
+  :mod:`~judge.models.embedding` (the probe's vectors; a served model's checked by
+  :mod:`~judge.models.served`);
 - :mod:`~judge.models.embedded`: the packaged offline default model behind a litellm provider;
   :mod:`~judge.models.model_bytes`: model files hashed once per process, their markers;
   :mod:`~judge.models.preflight`: a model that cannot load refused before anything is stored;

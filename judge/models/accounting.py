@@ -66,10 +66,12 @@ def describe(responses: list[Any]) -> dict[str, Any]:
 
 class Accounting:
     """The counts of one client (``stats``) and the model that answered each of its calls,
-    checked against the pinned ``model``."""
+    checked against the pinned ``model`` (and ``also``: a probe endpoint's model)."""
 
-    def __init__(self, model: str, stats: CallStats | None = None) -> None:
+    def __init__(self, model: str, stats: CallStats | None = None,
+                 also: tuple[str, ...] = ()) -> None:
         self.model = model
+        self.pinned = (model, *also)
         self.stats = stats or CallStats()
         #: call id -> the model the provider said answered it (calls made or served here)
         self.answered_as: dict[str, str] = {}
@@ -94,7 +96,7 @@ class Accounting:
         if not answered:
             return
         self.answered_as[call_id] = answered
-        if not same_model(answered, self.model):
+        if not self.is_pinned(answered):
             if answered not in self.stats.model_mismatch:
                 log.warning("provider answered with model %r, pinned %r", answered, self.model)
             self.stats.model_mismatch.add(answered)
@@ -102,4 +104,7 @@ class Accounting:
     def answered_by_other(self, call_ids: list[str]) -> list[str]:
         """The models other than the pinned one that answered any of these calls."""
         return sorted({self.answered_as[c] for c in call_ids if c in self.answered_as
-                       and not same_model(self.answered_as[c], self.model)})
+                       and not self.is_pinned(self.answered_as[c])})
+
+    def is_pinned(self, answered: str) -> bool:
+        return any(same_model(answered, model) for model in self.pinned)

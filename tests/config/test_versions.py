@@ -99,6 +99,12 @@ OTHERS: dict[str, tuple[dict[str, Any], str]] = {
     "probe": (PROBE, "x@b1c2e5b38d72"),
     "probe+embedded": ({**PROBE, "model": "embedded/x"}, "x@b903f004bbe1"),
     "probe+layers": ({**PROBE, "model": "embedded/x", "probe_layers": 21}, "x@00ba2ed14cf7"),
+    "probe+endpoint": ({**PROBE, "probe_endpoint": {"model": "openai/served-7b",
+                                                     "api_base": "http://127.0.0.1:1/v1"}},
+                       "x@5cb700ad51d3"),
+    "probe+endpoint+normalized": ({**PROBE, "probe_endpoint": {
+        "model": "openai/served-7b", "api_base": "http://127.0.0.1:1/v1", "normalized": True}},
+        "x@8f541370ef47"),
     "probe+domain": ({**PROBE, "domain_rules": {"legal": {
         "probe_head": {"file": "/x/h.json", "sha256": "cd" * 32},
         "review_support_below": 0.2}}}, "x@14925656d3d6"),
@@ -146,13 +152,23 @@ def test_operational_settings_leave_the_id_alone() -> None:
         assert version_of(JudgeConfig.model_validate({**BASE, name: value})) == BASE_ID, name
 
 
+def test_a_probe_endpoints_address_is_not_part_of_the_id_what_it_serves_is() -> None:
+    endpoint = {"model": "openai/served-7b", "api_base": "http://127.0.0.1:1/v1"}
+    first = version_of(JudgeConfig.model_validate({**PROBE, "probe_endpoint": endpoint}))
+    moved = {**endpoint, "api_base": "http://gpu-box:8000/v1"}
+    assert version_of(JudgeConfig.model_validate({**PROBE, "probe_endpoint": moved})) == first
+    other = {**endpoint, "model": "openai/served-70b"}
+    assert version_of(JudgeConfig.model_validate({**PROBE, "probe_endpoint": other})) != first
+
+
 def test_every_field_is_in_exactly_one_of_the_two_types() -> None:
     versioned, operational = set(VersionedSettings.model_fields), set(OperationalSettings.model_fields)
     assert not versioned & operational
     assert set(JudgeConfig.model_fields) == versioned | operational
     # every versioned field changes the id when it leaves its default
     exercised = {"model"} | set(CHANGED) | {"strategy", "excerpts", "score_model",
-                                            "domain_rules", "probe_head", "probe_layers"}
+                                            "domain_rules", "probe_head", "probe_layers",
+                                            "probe_endpoint"}
     assert exercised == versioned
 
 
@@ -175,7 +191,7 @@ def test_neutral_values_are_the_defaults() -> None:
                             "abstention_covered_min", "abstention_silent_max", "label_bias",
                             "review_support_below", "score_model", "domain_rules",
                             "require_generator", "context_tokens", "excerpts", "one_call",
-                            "probe_head", "probe_layers"}
+                            "probe_head", "probe_layers", "probe_endpoint"}
     for name, value in neutral.items():
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value

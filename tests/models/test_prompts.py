@@ -87,6 +87,8 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "require_generator": True, "one_call": True,
                "probe_head": {"file": "head.json", "sha256": "ab" * 32},
                "probe_layers": 21,
+               "probe_endpoint": {"model": "openai/served-7b", "pooling": "last",
+                                  "normalized": False},
                "domain_rules": {"begin": {
                    "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                    "intercept": {label: 0.0 for label in LABELS}},

@@ -107,3 +107,44 @@ def test_each_worker_keeps_an_even_share_of_the_rate_limits() -> None:
     limiter = worker.pipeline.client.flow.rate
     assert limiter.requests is not None and limiter.requests.capacity == 60
     assert limiter.tokens is not None and limiter.tokens.capacity == 30_000
+
+
+def test_workers_read_the_vectors_of_a_served_probe_from_its_endpoint(
+    cluster: None, server: OpenAIServer, tmp_path: Path
+) -> None:
+    """Strategy ``probe`` with ``probe_endpoint``: the workers ask the shared endpoint for the
+    vectors (nothing in process: no worker loads a model), the generating model is never
+    asked (given claims), and the driver alone stores the calls: a re-run makes none."""
+    import hashlib
+
+    import numpy as np
+
+    from judge.decide.probe_head import ProbeHead
+    from judge.verdicts import LABELS
+
+    server.served_models = ["served-7b"]
+    server.vector_scale = 5.0
+    kind = {"model": "openai/served-7b", "pooling": "last", "normalized": False}
+    coef = np.zeros((4, 3))
+    coef[LABELS.index("supported"), 0] = coef[LABELS.index("not_in_source"), 1] = 2.0
+    head = tmp_path / "head.json"
+    head.write_text(ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4),
+                              {"served": kind}).dumps(), encoding="utf-8")
+    config = JudgeConfig(
+        model="openai/generator", api_base=server.base_url, strategy="probe",
+        prompts={"split_claims": "v2"}, retries=0, concurrency=2,
+        probe_head={"file": str(head), "sha256": hashlib.sha256(head.read_bytes()).hexdigest()},
+        probe_endpoint={"model": "openai/served-7b", "api_base": server.base_url})
+    given = [{**r, "claims": [{"text": "401 means unauthenticated.", "citations": ["S1"]},
+                              {"text": f"Tokens expire after {i} hours.", "citations": ["S2"]}]}
+             for i, r in enumerate(records(6))]
+    spread = judge_answers(given, config=config, db=tmp_path / "ray.db", executor="ray",
+                           workers=2)
+    assert spread.summary.judge_errors == 0 and spread.summary.claims == 12
+    assert [v.label for r in spread for v in r.verdicts] == ["supported", "not_in_source"] * 6
+    made = len(server.calls("embed"))
+    assert made == spread.summary.model_calls >= 7  # the first claim is the same prompt 6 times
+    assert len(server.calls()) == made  # vectors only: no generation
+    again = judge_answers(given, config=config, db=tmp_path / "ray.db", executor="ray",
+                          workers=2)
+    assert again.summary.model_calls == 0 and len(server.calls()) == made

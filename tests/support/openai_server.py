@@ -131,6 +131,10 @@ class OpenAIServer:
         self.faults: list[Fault] = []
         self.lock = threading.Lock()
         self.latency_s = 0.0
+        #: the model ids ``GET /v1/models`` lists
+        self.served_models = ["fake"]
+        #: ``/v1/embeddings``: the vectors are multiplied by this (1: unit vectors)
+        self.vector_scale = 1.0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -144,7 +148,8 @@ class OpenAIServer:
                     with server.lock:
                         self._send(200, server.requests)
                 elif self.path.startswith("/v1/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                    self._send(200, {"object": "list", "data": [
+                        {"id": name, "object": "model"} for name in server.served_models]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
@@ -297,7 +302,7 @@ class OpenAIServer:
             return
         data = [{"object": "embedding", "index": k,
                  "embedding": list(fault.vector) if fault is not None and fault.kind == "vector"
-                 else claim_in_evidence_vector(str(text))}
+                 else [self.vector_scale * v for v in claim_in_evidence_vector(str(text))]}
                 for k, text in enumerate(inputs)]
         tokens = sum(len(str(t)) for t in inputs) // 4
         handler._send(200, {"object": "list", "data": data,
