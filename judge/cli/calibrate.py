@@ -158,7 +158,7 @@ def eval_gold(
     model calls are reused.
     """
     from judge import api
-    from judge.cli.common import load_config
+    from judge.cli.common import load_config, preflight
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected
 
@@ -169,6 +169,7 @@ def eval_gold(
         if target is not None:
             output_path(target, db, [gold, config])
     cfg = load_config(config, model=model, concurrency=concurrency)
+    preflight(cfg, db)  # before anything is stored
     store = open_store(db)
     with progress_bar("judging gold claims", quiet=as_json) as progress:
         try:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from judge.config import JudgeConfig
     from judge.store import Store
 
-console = Console(stderr=True, highlight=False)
+#: messages on stderr: never hard-wrapped (a pipe or a log keeps a suggested command whole)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 DB_OPTION = typer.Option(
@@ -77,8 +78,8 @@ def open_store(path: Path, must_exist: bool = False) -> Store:
 
 
 def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
-    """The judge config (``--config``, else ``./judge.toml``, else the default), or exit 1
-    with the reason."""
+    """The judge config (``--config``, else ``./judge.toml``, else the default), or exit 64
+    (a configuration error) with the reason."""
     from rich.markup import escape
 
     from judge.config import load_config as load
@@ -86,7 +87,25 @@ def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
     try:
         return load(config, **overrides)
     except ValueError as exc:
-        fail(escape(str(exc)))
+        fail(escape(str(exc)), code=USAGE_EXIT)
+
+
+def preflight(config: JudgeConfig, db: Path | None = None) -> None:
+    """Stop before anything is stored when the judge cannot run as configured
+    (:func:`judge.models.preflight.preflight`): no key, an unknown model string, the embedded
+    model missing, nothing answering at ``api_base``; exit 64 for the config, 1 for an
+    endpoint that does not answer."""
+    from judge.models.preflight import SetupError
+    from judge.models.preflight import preflight as check
+
+    try:
+        check(config, db)
+    except SetupError as exc:
+        for finding in exc.findings:
+            extra = "; or pass --model" if finding.name == "embedded" else ""
+            console.print(f"[bold red]error:[/] {safe(finding.message())}{extra}")
+        console.print("nothing was stored; `judge doctor` checks the whole setup")
+        raise typer.Exit(exc.exit_code) from None
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from judge.cli import EXIT_USAGE, app
+from judge.cli import app
 from judge.cli.common import (
     DB_OPTION,
     EXISTING_DB_OPTION,
@@ -21,6 +21,7 @@ from judge.cli.common import (
     open_store,
     out,
     output_path,
+    preflight,
     print_json,
     print_table,
     progress_bar,
@@ -80,11 +81,7 @@ def run(
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
-    from judge.models.embedded import model_unavailable
-
-    unavailable = model_unavailable(cfg.model)
-    if unavailable:  # before anything is stored
-        fail(f"{unavailable}; or pass --model", code=EXIT_USAGE)
+    preflight(cfg, db)  # before anything is stored
     store = open_store(db)
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
     source = sys.stdin.buffer if str(input) == "-" else input

@@ -35,7 +35,7 @@ from judge.hashing import content_hash
 
 __all__ = [
     "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "ONE_CALL_PROMPT", "SCHEMA_VERSION",
-    "JudgeConfig", "Neutral", "OperationalSettings", "VersionedSettings", "judge_version",
+    "JudgeConfig", "config_path", "Neutral", "OperationalSettings", "VersionedSettings", "judge_version",
     "load_config", "short_model_name",
 ]
 
@@ -137,14 +137,20 @@ def judge_version(config: VersionedSettings, template_hashes: dict[str, str]) ->
 CONFIG_FILE = "judge.toml"
 
 
-def load_config(path: str | Path | None = None, **overrides: Any) -> JudgeConfig:
-    """The judge config: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else ``./judge.toml`` when it
-    exists, else the default (the embedded model with its fitted profile). ``overrides``
-    (None values ignored) replace settings, as the CLI's ``--model`` / ``--concurrency``."""
+def config_path(path: str | Path | None = None) -> Path | None:
+    """The config file :func:`load_config` reads: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else
+    ``./judge.toml`` when it exists; None: the default config."""
     if path is None:
         env = os.environ.get("CLAIM_JUDGE_CONFIG")
         if env:
             path = env
         elif Path(CONFIG_FILE).is_file():
             path = CONFIG_FILE
-    return JudgeConfig.load(Path(path) if path is not None else None, **overrides)
+    return Path(path) if path is not None else None
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> JudgeConfig:
+    """The judge config: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else ``./judge.toml`` when it
+    exists, else the default (the embedded model with its fitted profile). ``overrides``
+    (None values ignored) replace settings, as the CLI's ``--model`` / ``--concurrency``."""
+    return JudgeConfig.load(config_path(path), **overrides)

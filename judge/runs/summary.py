@@ -48,6 +48,9 @@ class RunSummary:
     stopped: str | None = None
     #: answers of the input left unjudged by a stopped run (judged on resume)
     pending: int = 0
+    #: the exit code of a run stopped because its first calls failed for a cause of the setup
+    #: (64 the config or the environment, 1 the endpoint unreachable); None otherwise
+    setup_exit: int | None = None
 
     def stale_warning(self, db: Path | str | None) -> str | None:
         """What to say when answers from the store were judged by other code."""
@@ -91,6 +94,7 @@ class RunSummary:
             "model_mismatch": self.model_mismatch,
             "stopped": self.stopped,
             "pending": self.pending,
+            "setup_exit": self.setup_exit,
         }
 
     @property
@@ -98,7 +102,7 @@ class RunSummary:
         """The CLI's exit code for this run: 4 stopped (breaker or budget), 3 some claims
         are judge_error, 2 some lines were rejected, 0 clean (the most serious wins)."""
         if self.stopped:
-            return 4
+            return self.setup_exit or 4
         if self.judge_errors:
             return 3
         if self.rejected_lines:
