@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from judge.cli import app
+from judge.cli import EXIT_USAGE, app
 from judge.cli.common import (
     DB_OPTION,
     EXISTING_DB_OPTION,
@@ -76,8 +76,11 @@ def run(
     """
     from judge import api
 
-    if str(input) != "-" and not input.exists():
-        fail(f"input file {input} does not exist")
+    if str(input) != "-":
+        if not input.exists():
+            fail(f"input file {safe(input)} does not exist; `judge init` writes a sample "
+                 "answers.jsonl (and a judge.toml) here", code=EXIT_USAGE)
+        _refuse_other_formats(input)
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
@@ -124,6 +127,20 @@ def run(
                       f"{summary.pending} answer(s) left for the resume")
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
+
+
+def _refuse_other_formats(path: Path) -> None:
+    """A peer's dataset or a labelling tool's export is not judged line by line into errors:
+    exit 64 naming the command that reads it."""
+    from judge.records.sniff import import_command, sniff_file
+
+    sniffed = sniff_file(path)
+    if sniffed is None or sniffed.fmt == "records":
+        return
+    what = "convert it to answer records" if sniffed.fmt in ("ragas", "deepeval") \
+        else "import its labels as reviews"
+    fail(f"{safe(path)} looks like {sniffed.name} ({', '.join(sniffed.keys)}), not answer "
+         f"records: {what} with `{safe(import_command(sniffed, path))}`", code=EXIT_USAGE)
 
 
 def print_summary(s: RunSummary) -> None:

@@ -35,8 +35,8 @@ from judge.hashing import content_hash
 
 __all__ = [
     "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "ONE_CALL_PROMPT", "SCHEMA_VERSION",
-    "JudgeConfig", "config_path", "Neutral", "OperationalSettings", "VersionedSettings", "judge_version",
-    "load_config", "short_model_name",
+    "JudgeConfig", "Neutral", "OperationalSettings", "VersionedSettings", "config_path",
+    "judge_version", "load_config", "short_model_name",
 ]
 
 #: Settings the embedded default model runs with unless a config says otherwise, from

@@ -5,8 +5,9 @@ transient failures tried again after a backoff, at most ``retries`` times; and t
 which stops the run after ``breaker_after`` consecutive calls that failed at the provider, or at
 once when the provider has answered no call yet and the first fails for a cause trying again
 will not mend (the key refused, the model unknown, the endpoint unreachable:
-:func:`~judge.models.attempts.setup_failure`). Once the run is stopped (the breaker, or a budget spent), every later call raises
-:class:`~judge.models.failures.RunStopped` at once."""
+:func:`~judge.models.attempts.setup_failure`). Once the run is stopped (the breaker, the
+setup, or a budget spent), every later call raises :class:`~judge.models.failures.RunStopped`
+at once."""
 
 from __future__ import annotations
 
