@@ -5,18 +5,13 @@ here, when a frame is asked for.
 An answer with no claim (refused as self-grading, rejected, pending) is one row with its
 status and no claim, so nothing of the input vanishes from the frame.
 
-A top-level module over :mod:`judge.verdicts` (it imports nothing else of the package).
+A top-level module; it imports nothing of the package (the results come as arguments).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    import pandas
-
-    from judge.verdicts import Verdict
+from typing import Any
 
 #: the columns, in order
 COLUMNS = (
@@ -26,17 +21,7 @@ COLUMNS = (
 )
 
 
-class _Answer(Protocol):
-    answer_id: str | None
-    status: str
-    answer_status: Any
-    refused_reason: str | None
-    error: str | None
-    judge_version: str | None
-    verdicts: list[Verdict]
-
-
-def rows(results: Iterable[_Answer]) -> list[dict[str, Any]]:
+def rows(results: Iterable[Any]) -> list[dict[str, Any]]:
     """One dict per claim (and one per answer without claims), with the :data:`COLUMNS`."""
     out: list[dict[str, Any]] = []
     for answer in results:
@@ -53,10 +38,11 @@ def rows(results: Iterable[_Answer]) -> list[dict[str, Any]]:
     return out
 
 
-def to_pandas(results: Iterable[_Answer]) -> pandas.DataFrame:
-    """The results as a DataFrame, one row per claim (:data:`COLUMNS`)."""
+def to_pandas(results: Iterable[Any]) -> Any:
+    """The :class:`~judge.api.AnswerResult` items as a ``pandas.DataFrame``, one row per claim
+    (:data:`COLUMNS`)."""
     try:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped,unused-ignore]
     except ImportError as exc:  # the optional extra
         raise ImportError("to_pandas() needs pandas: pip install 'claim-judge[pandas]'"
                           ) from exc

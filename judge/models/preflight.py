@@ -114,6 +114,7 @@ def route(config: JudgeConfig) -> ModelRoute:
     env = litellm.validate_environment(model, api_base=config.api_base)
     missing = tuple(env.get("missing_keys") or ())
     keys = missing or _known_keys(provider)
+    endpoint: str | None
     if config.api_base:
         endpoint, source = config.api_base, "api_base in the config"
     elif os.environ.get(f"{provider.upper()}_API_BASE"):
