@@ -122,7 +122,7 @@ def calibrate(
 
     thresholds = parse_fail_on(fail_on)
     if not gold.exists():
-        fail(f"gold file {gold} does not exist")
+        fail(f"gold file {escape(str(gold))} does not exist")
     if html is not None:
         output_path(html, db, [gold])
     store = open_store(db, must_exist=True)
@@ -164,7 +164,7 @@ def eval_gold(
 
     thresholds = parse_fail_on(fail_on)
     if not gold.exists():
-        fail(f"gold file {gold} does not exist")
+        fail(f"gold file {escape(str(gold))} does not exist")
     for target in (html, output_json):
         if target is not None:
             output_path(target, db, [gold, config])
@@ -208,7 +208,7 @@ def gold_check(
     bad = False
     for path in files:
         if not path.exists():
-            fail(f"gold file {path} does not exist")
+            fail(f"gold file {escape(str(path))} does not exist")
         try:
             gold = read_gold(path)
         except OSError as exc:

@@ -70,11 +70,12 @@ def open_store(path: Path, must_exist: bool = False) -> Store:
     from judge.store import Store
 
     if must_exist and not path.exists():
-        fail(f"store {path} does not exist; run `judge run INPUT.jsonl --db {path}` first")
+        fail(f"store {safe(path)} does not exist; run `judge run INPUT.jsonl --db {safe(path)}` "
+             "first")
     try:
         return Store.open(path)
     except Exception as exc:  # a clear message, not a stack trace
-        fail(f"cannot open store {path}: {exc}")
+        fail(f"cannot open store {safe(path)}: {safe(exc)}")
 
 
 def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
@@ -192,7 +193,7 @@ def write_text(path: Path, text: str | Iterable[str], db: Path | None = None,
         with atomic_text(path, newline=newline) as fh:
             fh.writelines([text] if isinstance(text, str) else text)
     except OSError as exc:
-        fail(f"cannot write {path}: {exc}")
+        fail(f"cannot write {safe(path)}: {safe(exc)}")
 
 
 def print_json(obj: Any) -> None:

@@ -340,11 +340,11 @@ def replay(
     store = open_store(db, must_exist=True)
     run_id = run_id or store.latest_run_id()
     if run_id is None:
-        fail(f"no runs in {db}")
+        fail(f"no runs in {safe(db)}")
     try:
         report = replay_run(store, run_id)
     except Exception as exc:
-        fail(f"{type(exc).__name__}: {exc}")
+        fail(f"{type(exc).__name__}: {safe(exc)}")
     if as_json:
         print_json(report.as_dict())
     else:
