@@ -91,7 +91,12 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
                 raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
             data = _heads_beside(dict(raw.get("judge", raw)), path.parent)
         data.update({k: v for k, v in overrides.items() if v is not None})
-        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
+        # the embedded model with no strategy, or with its profile's strategy and no head of
+        # its own (a bare strategy = "probe", refused before for want of a head), takes its
+        # profile: the pinned head and layer; what the config sets wins
+        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and (
+                "strategy" not in data or (data["strategy"] == EMBEDDED_PROFILE["strategy"]
+                                           and "probe_head" not in data)):
             data = {**EMBEDDED_PROFILE, **data}
         return cls.model_validate(data)
 
