@@ -2,8 +2,8 @@
 rule) from reviewed claims (zero model calls).
 
 Exit codes: 0 fitted (and written); 1 error or refusal (too little gold, gold labelled by a
-model, self-graded answers, a version that is neither ``probe`` nor ``scores``); 3 ``--adopt`` and the adoption
-rule does not hold (nothing written).
+model, self-graded answers, a version that is neither ``probe`` nor ``scores``); 3
+``--adopt`` and the adoption rule does not hold (nothing written).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from tests.service.test_browser import (
 )
 from tests.service.test_browser import pytestmark as pytestmark  # browser, or skip
 
+
 def _code(k: int) -> str:
     return f"{chr(97 + k // 26)}{chr(97 + k % 26)}x"
 
