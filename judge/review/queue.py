@@ -423,7 +423,8 @@ def get_queue(store: Store, queue_id: str | None = None) -> dict[str, Any]:
     if row is None and queue_id:
         raise QueueError(f"no queue {queue_id!r} in the store")
     if row is None:
-        raise QueueError("the store holds no review queue; build one with `judge queue build`")
+        raise QueueError("the store holds no review queue; build one first "
+                         "(judge.build_queue() in Python, `judge queue build` in a shell)")
     return row
 
 

@@ -55,3 +55,27 @@ def test_a_review_outside_every_queue_is_counted_named_and_held_back(known: Stor
     again = judge.export_gold(io.StringIO(), db=known)
     assert again.outside_queues == []
     assert again.exported >= 1
+
+
+def test_an_export_refuses_a_queue_older_than_the_latest_run_naming_both_ways_on(
+        known: Store, tmp_path: Path, fake_llm: object) -> None:
+    from judge.config import JudgeConfig
+    from judge.review.queue import QueueError
+
+    old = build_queue(known, None, QueueOptions(seed=1, sample_rate=1.0)).queue_id
+    config = JudgeConfig(model="fake/judge-model", strategy="batch", signals=False)
+    judge.judge_answers([{"id": "later", "answer": "401 means unauthenticated [S1].",
+                          "sources": [{"id": "S1", "text": "401 means unauthenticated."}]}],
+                        config=config, db=known)
+    with pytest.raises(QueueError) as stale:
+        judge.export(io.StringIO(), "label-studio", db=known)
+    message = str(stale.value)
+    assert f"latest review queue {old} was built before run" in message
+    assert "judge.build_queue()" in message and f"--queue {old}" in message
+    named = io.StringIO()
+    judge.export(named, "label-studio", db=known, queue=old)  # named: exported as it is
+    assert named.getvalue().startswith("[")
+    build_queue(known, None, QueueOptions(seed=1, sample_rate=1.0))
+    fresh = io.StringIO()
+    judge.export(fresh, "argilla", db=known)
+    assert 'later' in fresh.getvalue()  # the new run's claim is in the fresh queue
