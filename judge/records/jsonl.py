@@ -54,9 +54,23 @@ def validate_record(data: Any, line_no: int) -> AcceptedLine | RejectedLine:
     except JSONLimitError as exc:
         return RejectedLine(line_no, str(exc))
     except ValidationError as exc:
-        return RejectedLine(line_no, explain(exc))
+        return RejectedLine(line_no, explain(exc) + _peer_hint(data))
     except (ValueError, TypeError, RecursionError) as exc:  # a value no validator foresaw
         return RejectedLine(line_no, f"invalid record: {type(exc).__name__}: {exc}"[:500])
+
+
+def _peer_hint(data: dict[str, Any]) -> str:
+    """What to do with a row of another tool's format (empty for anything else)."""
+    from judge.records.sniff import sniff_object
+
+    sniffed = sniff_object(data)
+    if sniffed is None or sniffed.fmt == "records":
+        return ""
+    if sniffed.fmt in ("ragas", "deepeval"):
+        return (f" (this is a row of {sniffed.name}: convert the file with `judge import FILE "
+                f"--format {sniffed.fmt}` or judge.read_dataset(path, {sniffed.fmt!r}))")
+    return (f" (these are {sniffed.name}: import them as reviews with `judge import FILE "
+            f"--format {sniffed.fmt}`)")
 
 
 def parse_line(raw: bytes, line_no: int) -> AcceptedLine | RejectedLine:

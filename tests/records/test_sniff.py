@@ -96,3 +96,12 @@ def test_import_with_the_wrong_format_names_the_right_one(tmp_path: Path) -> Non
     (tmp_path / "mine.jsonl").write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
     mine = _judge(tmp_path, "import", "mine.jsonl", "--format", "ragas")
     assert mine.returncode == 64 and "`judge run mine.jsonl`" in mine.stderr
+
+
+def test_a_peer_row_among_records_is_rejected_with_the_conversion_named() -> None:
+    batch = read_jsonl((json.dumps(RECORD) + "\n" + json.dumps(RAGAS) + "\n").encode())
+    rejected = batch.items[1]
+    assert isinstance(rejected, RejectedLine)
+    assert "sources: Field required" in rejected.error
+    assert "judge import FILE --format ragas" in rejected.error
+    assert "judge.read_dataset(path, 'ragas')" in rejected.error
