@@ -134,6 +134,8 @@ def _refuse_other_formats(path: Path) -> None:
     exit 64 naming the command that reads it."""
     from judge.records.sniff import import_command, sniff_file
 
+    if not path.is_file():  # a pipe (<(cmd)) is read once, by the run
+        return
     sniffed = sniff_file(path)
     if sniffed is None or sniffed.fmt == "records":
         return

@@ -92,7 +92,7 @@ def _format_of(path: Path, fmt: str | None) -> str:
     right ``--format``); without ``fmt``, the format the file's keys name."""
     from judge.records.sniff import import_command, sniff_file
 
-    sniffed = sniff_file(path)
+    sniffed = sniff_file(path) if path.is_file() else None  # a pipe is read once
     where = escape(str(path))
     if sniffed is not None and sniffed.fmt == "records":
         usage_error(f"{where} holds answer records already: judge them with "

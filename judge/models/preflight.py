@@ -117,9 +117,9 @@ def route(config: JudgeConfig) -> ModelRoute:
     endpoint: str | None
     if config.api_base:
         endpoint, source = config.api_base, "api_base in the config"
-    elif os.environ.get(f"{provider.upper()}_API_BASE"):
+    elif _provider_setting(f"{provider.upper()}_API_BASE"):
         variable = f"{provider.upper()}_API_BASE"
-        endpoint, source = os.environ[variable], f"${variable}"
+        endpoint, source = _provider_setting(variable), f"${variable}"
     else:
         endpoint = default_base or DEFAULT_ENDPOINTS.get(provider)
         source = "the provider's default"
@@ -129,7 +129,16 @@ def route(config: JudgeConfig) -> ModelRoute:
 def _known_keys(provider: str) -> tuple[str, ...]:
     """The key variable of a provider whose key is present (litellm names only missing ones)."""
     guess = f"{provider.upper()}_API_KEY"
-    return (guess,) if os.environ.get(guess) else ()
+    return (guess,) if _provider_setting(guess) else ()
+
+
+def _provider_setting(name: str) -> str | None:
+    """A provider's variable as litellm reads it (its business, not the product's: the
+    product's own variables are CLAIM_JUDGE_*)."""
+    from litellm import get_secret_str
+
+    value = get_secret_str(name)
+    return value or None
 
 
 def _config_file(config_path: Path | None) -> Finding:
@@ -199,7 +208,7 @@ def _endpoint_finding(config: JudgeConfig, where: ModelRoute, ask: bool,
 
 def _ask_models(base: str, where: ModelRoute, timeout: float) -> Finding:
     url = base.rstrip("/") + "/models"
-    key = next((os.environ[k] for k in where.key_variables if os.environ.get(k)), "")
+    key = next((v for k in where.key_variables if (v := _provider_setting(k))), "")
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
