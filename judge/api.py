@@ -107,6 +107,13 @@ class JudgeResults(list[AnswerResult]):
         self.summary = summary
         self.db = db
 
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame, one row per claim (an answer without claims: one row with its
+        status); needs the ``pandas`` extra (:mod:`judge.frames`)."""
+        from judge.frames import to_pandas
+
+        return to_pandas(self)
+
 
 # -- config and store ---------------------------------------------------------------------------
 

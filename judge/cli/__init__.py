@@ -93,7 +93,8 @@ def _register() -> None:
     # Command modules register themselves on ``app`` when imported.
     from judge.cli import core  # noqa: F401
 
-    for optional in ("data", "queue", "review", "calibrate", "drift", "fit", "serve"):
+    for optional in ("setup", "data", "queue", "review", "calibrate", "drift", "fit",
+                     "serve"):
         try:
             __import__(f"judge.cli.{optional}")
         except ModuleNotFoundError as exc:

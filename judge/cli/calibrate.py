@@ -122,7 +122,7 @@ def calibrate(
 
     thresholds = parse_fail_on(fail_on)
     if not gold.exists():
-        fail(f"gold file {gold} does not exist")
+        fail(f"gold file {escape(str(gold))} does not exist")
     if html is not None:
         output_path(html, db, [gold])
     store = open_store(db, must_exist=True)
@@ -158,17 +158,18 @@ def eval_gold(
     model calls are reused.
     """
     from judge import api
-    from judge.cli.common import load_config
+    from judge.cli.common import load_config, preflight
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected
 
     thresholds = parse_fail_on(fail_on)
     if not gold.exists():
-        fail(f"gold file {gold} does not exist")
+        fail(f"gold file {escape(str(gold))} does not exist")
     for target in (html, output_json):
         if target is not None:
             output_path(target, db, [gold, config])
     cfg = load_config(config, model=model, concurrency=concurrency)
+    preflight(cfg, db)  # before anything is stored
     store = open_store(db)
     with progress_bar("judging gold claims", quiet=as_json) as progress:
         try:
@@ -207,7 +208,7 @@ def gold_check(
     bad = False
     for path in files:
         if not path.exists():
-            fail(f"gold file {path} does not exist")
+            fail(f"gold file {escape(str(path))} does not exist")
         try:
             gold = read_gold(path)
         except OSError as exc:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from judge.config import JudgeConfig
     from judge.store import Store
 
-console = Console(stderr=True, highlight=False)
+#: messages on stderr: never hard-wrapped (a pipe or a log keeps a suggested command whole)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 DB_OPTION = typer.Option(
@@ -69,16 +70,17 @@ def open_store(path: Path, must_exist: bool = False) -> Store:
     from judge.store import Store
 
     if must_exist and not path.exists():
-        fail(f"store {path} does not exist; run `judge run INPUT.jsonl --db {path}` first")
+        fail(f"store {safe(path)} does not exist; run `judge run INPUT.jsonl --db {safe(path)}` "
+             "first")
     try:
         return Store.open(path)
     except Exception as exc:  # a clear message, not a stack trace
-        fail(f"cannot open store {path}: {exc}")
+        fail(f"cannot open store {safe(path)}: {safe(exc)}")
 
 
 def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
-    """The judge config (``--config``, else ``./judge.toml``, else the default), or exit 1
-    with the reason."""
+    """The judge config (``--config``, else ``./judge.toml``, else the default), or exit 64
+    (a configuration error) with the reason."""
     from rich.markup import escape
 
     from judge.config import load_config as load
@@ -86,7 +88,25 @@ def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
     try:
         return load(config, **overrides)
     except ValueError as exc:
-        fail(escape(str(exc)))
+        fail(escape(str(exc)), code=USAGE_EXIT)
+
+
+def preflight(config: JudgeConfig, db: Path | None = None) -> None:
+    """Stop before anything is stored when the judge cannot run as configured
+    (:func:`judge.models.preflight.preflight`): no key, an unknown model string, the embedded
+    model missing, nothing answering at ``api_base``; exit 64 for the config, 1 for an
+    endpoint that does not answer."""
+    from judge.models.preflight import SetupError
+    from judge.models.preflight import preflight as check
+
+    try:
+        check(config, db)
+    except SetupError as exc:
+        for finding in exc.findings:
+            extra = "; or pass --model" if finding.name == "embedded" else ""
+            console.print(f"[bold red]error:[/] {safe(finding.message())}{extra}")
+        console.print("nothing was stored; `judge doctor` checks the whole setup")
+        raise typer.Exit(exc.exit_code) from None
 
 
 @contextmanager
@@ -173,7 +193,7 @@ def write_text(path: Path, text: str | Iterable[str], db: Path | None = None,
         with atomic_text(path, newline=newline) as fh:
             fh.writelines([text] if isinstance(text, str) else text)
     except OSError as exc:
-        fail(f"cannot write {path}: {exc}")
+        fail(f"cannot write {safe(path)}: {safe(exc)}")
 
 
 def print_json(obj: Any) -> None:

@@ -22,6 +22,7 @@ from judge.cli.common import (
     open_store,
     out,
     output_path,
+    preflight,
     print_json,
     print_table,
     progress_bar,
@@ -76,16 +77,20 @@ def run(
     """
     from judge import api
 
-    if str(input) != "-" and not input.exists():
-        fail(f"input file {input} does not exist")
+    if str(input) != "-":
+        if not input.exists():
+            fail(f"input file {safe(input)} does not exist; `judge init` writes a sample "
+                 "answers.jsonl (and a judge.toml) here", code=EXIT_USAGE)
+        _refuse_other_formats(input)
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
     cfg = load_config(config, model=model, concurrency=concurrency)
+    preflight(cfg, db)  # before anything is stored: the setup (keys, endpoint, store)
     from judge.decide.probe_head import ProbeHeadError
     from judge.models.embedded import ModelUnavailable
     from judge.models.preflight import ensure_loadable
 
-    try:  # before anything is stored: the model is there, whole, and its bytes verified
+    try:  # and the model: there, whole, and its bytes verified
         ensure_loadable(cfg, load_runtime=False)
     except ModelUnavailable as exc:
         fail(f"{safe(exc)}; or pass --model", code=EXIT_USAGE)
@@ -135,6 +140,22 @@ def run(
                       f"{summary.pending} answer(s) left for the resume")
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
+
+
+def _refuse_other_formats(path: Path) -> None:
+    """A peer's dataset or a labelling tool's export is not judged line by line into errors:
+    exit 64 naming the command that reads it."""
+    from judge.records.sniff import import_command, sniff_file
+
+    if not path.is_file():  # a pipe (<(cmd)) is read once, by the run
+        return
+    sniffed = sniff_file(path)
+    if sniffed is None or sniffed.fmt == "records":
+        return
+    what = "convert it to answer records" if sniffed.fmt in ("ragas", "deepeval") \
+        else "import its labels as reviews"
+    fail(f"{safe(path)} looks like {sniffed.name} ({', '.join(sniffed.keys)}), not answer "
+         f"records: {what} with `{safe(import_command(sniffed, path))}`", code=EXIT_USAGE)
 
 
 def print_summary(s: RunSummary) -> None:
@@ -334,11 +355,11 @@ def replay(
     store = open_store(db, must_exist=True)
     run_id = run_id or store.latest_run_id()
     if run_id is None:
-        fail(f"no runs in {db}")
+        fail(f"no runs in {safe(db)}")
     try:
         report = replay_run(store, run_id)
     except Exception as exc:
-        fail(f"{type(exc).__name__}: {exc}")
+        fail(f"{type(exc).__name__}: {safe(exc)}")
     if as_json:
         print_json(report.as_dict())
     else:

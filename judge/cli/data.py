@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from judge.cli import app
+from judge.cli import EXIT_USAGE, app
 from judge.cli.common import (
     EXISTING_DB_OPTION,
     console,
@@ -32,10 +32,11 @@ from judge.formats import DATASET_FORMATS, IMPORT_FORMATS
 @app.command("import")
 def import_cmd(
     path: Path = typer.Argument(..., help="The file to import (JSON, JSONL or CSV)."),
-    fmt: str = typer.Option(
-        ..., "--format",
+    fmt: str | None = typer.Option(
+        None, "--format",
         help="ragas or deepeval: a dataset, written as answer records (-o); label-studio or "
-        "argilla: annotations of an exported queue, stored as reviews (--db, --queue)."),
+        "argilla: annotations of an exported queue, stored as reviews (--db, --queue). "
+        "Default: told from the file's keys."),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="ragas / deepeval: records file (default: stdout)."),
     db: Path = EXISTING_DB_OPTION,
@@ -55,10 +56,11 @@ def import_cmd(
     """
     from judge import api
 
-    if fmt not in IMPORT_FORMATS:
+    if fmt is not None and fmt not in IMPORT_FORMATS:
         usage_error(f"--format must be one of {', '.join(IMPORT_FORMATS)}")
     if not path.exists():
-        fail(f"file {path} does not exist")
+        fail(f"file {escape(str(path))} does not exist", code=EXIT_USAGE)
+    fmt = _format_of(path, fmt)
     if fmt in DATASET_FORMATS:
         if output is not None:
             output_path(output, db, [path])
@@ -83,6 +85,27 @@ def import_cmd(
     except (QueueError, ValueError, UnicodeDecodeError) as exc:
         fail(escape(str(exc)))
     report_import(result, as_json, dry_run, "review(s)", "annotation(s) without a label")
+
+
+def _format_of(path: Path, fmt: str | None) -> str:
+    """``fmt``, when the file does not plainly say it is another format (exit 64 naming the
+    right ``--format``); without ``fmt``, the format the file's keys name."""
+    from judge.records.sniff import import_command, sniff_file
+
+    sniffed = sniff_file(path) if path.is_file() else None  # a pipe is read once
+    where = escape(str(path))
+    if sniffed is not None and sniffed.fmt == "records":
+        usage_error(f"{where} holds answer records already: judge them with "
+                    f"`judge run {where}`")
+    if fmt is None:
+        if sniffed is None:
+            usage_error(f"cannot tell the format of {where}; give --format "
+                        f"({', '.join(IMPORT_FORMATS)})")
+        return sniffed.fmt
+    if sniffed is not None and sniffed.fmt != fmt:
+        usage_error(f"{where} looks like {sniffed.name} ({', '.join(sniffed.keys)}), not "
+                    f"{fmt}: `{escape(import_command(sniffed, path))}`")
+    return fmt
 
 
 @app.command()

@@ -56,7 +56,7 @@ def drift(
     thresholds = parse_fail_on(fail_on, "drift")
     for path in (gold, input):
         if path is not None and not path.exists():
-            fail(f"{path} does not exist")
+            fail(f"{escape(str(path))} does not exist")
     if html is not None:
         output_path(html, db, [gold, input])
     store = open_store(db, must_exist=True)

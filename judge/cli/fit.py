@@ -1,8 +1,9 @@
-"""``judge fit``: learn the ``scores`` decision rule from reviewed claims (zero model calls).
+"""``judge fit``: learn the decision of a ``probe`` or ``scores`` judge (its probe head, or its
+rule) from reviewed claims (zero model calls).
 
 Exit codes: 0 fitted (and written); 1 error or refusal (too little gold, gold labelled by a
-model, self-graded answers, a version that is not ``scores``); 3 ``--adopt`` and the adoption
-rule does not hold (nothing written).
+model, self-graded answers, a version that is neither ``probe`` nor ``scores``); 3
+``--adopt`` and the adoption rule does not hold (nothing written).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def fit(
              "default with --domain: a domain's few claims adjust the rule); zero: toward 0 "
              "(the default without)."),
 ) -> None:
-    """Learn the 'scores' decision rule from your reviewed claims, with zero model calls.
+    """Learn the judge's decision from your reviewed claims, with zero model calls: the
+    probe head of a 'probe' judge (the embedded default), or the rule of a 'scores' judge.
 
     Fit it, measure it against the current version on held-out claims, and write the judge
     config (with --adopt only when the adoption rule holds). See docs/fit.md."""
@@ -76,7 +78,7 @@ def fit(
         fail(f"--shrink must be current or zero, not {shrink!r}")
     for path in (gold, check_gold):
         if path is not None and not path.exists():
-            fail(f"{path} does not exist")
+            fail(f"{escape(str(path))} does not exist")
     output_path(output, db, [gold, check_gold])
     if not as_json:  # the rule is stated before anything is measured
         console.print(f"[bold]adoption rule:[/] {escape(adoption_rule(queue_recall))}")

@@ -303,9 +303,11 @@ def export_cmd(
 ) -> None:
     """Export the queue for labelling in a spreadsheet or another tool (JSONL or CSV).
 
-    Columns: claim_id, answer_id, claim, reasons, priority, stratum, stratum_size,
-    sample_size, weight, the answer and its sources. Blind unless --reveal. CSV files (UTF-8
-    with BOM) get empty label, subtype and note columns to fill in. Label Studio and Argilla
+    Columns: item_id, queue_id, claim_id, answer_id, kind, claim, question, answer,
+    citations, sources, reviews_required, state. --reveal adds the judge's opinion and the
+    queue's design (for adjudication): reasons, priority, stratum, stratum_size, sample_size,
+    weight, judge_label, judge_subtype, judge_rationale, judge_version, category. CSV files
+    (UTF-8 with BOM) get empty label, subtype and note columns to fill in. Label Studio and Argilla
     take `judge export --format label-studio|argilla`.
     """
     from judge.review.exchange import export_lines, queue_to_csv

@@ -204,11 +204,7 @@ def gold_export(
             write_text(output, text, db)
     except QueueError as exc:
         fail(str(exc))
-    console.print(
-        f"{summary.exported} gold item(s); held back: {summary.awaiting_adjudication} awaiting "
-        f"adjudication, {summary.awaiting_second_review} awaiting a second review"
-        + (f"; refused {summary.not_human} non-human label(s)" if summary.not_human else "")
-    )
+    console.print(escape(summary.held_back()))
 
 
 reviewers_app = typer.Typer(

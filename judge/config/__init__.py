@@ -36,8 +36,8 @@ from judge.hashing import content_hash
 
 __all__ = [
     "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "ONE_CALL_PROMPT", "SCHEMA_VERSION",
-    "JudgeConfig", "Neutral", "OperationalSettings", "VersionedSettings", "judge_version",
-    "load_config", "short_model_name",
+    "JudgeConfig", "Neutral", "OperationalSettings", "VersionedSettings", "config_path",
+    "judge_version", "load_config", "short_model_name",
 ]
 
 #: Settings the embedded default model runs with unless a config says otherwise, from
@@ -94,7 +94,12 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
             if "judge" in raw and isinstance(raw.get("review"), dict):
                 data["review"] = raw["review"]  # the [review] table beside [judge]
         data.update({k: v for k, v in overrides.items() if v is not None})
-        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and "strategy" not in data:
+        # the embedded model with no strategy, or with its profile's strategy and no head of
+        # its own (a bare strategy = "probe", refused before for want of a head), takes its
+        # profile: the pinned head and layer; what the config sets wins
+        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and (
+                "strategy" not in data or (data["strategy"] == EMBEDDED_PROFILE["strategy"]
+                                           and "probe_head" not in data)):
             data = {**EMBEDDED_PROFILE, **data}
         return cls.model_validate(data)
 
@@ -140,14 +145,20 @@ def judge_version(config: VersionedSettings, template_hashes: dict[str, str]) ->
 CONFIG_FILE = "judge.toml"
 
 
-def load_config(path: str | Path | None = None, **overrides: Any) -> JudgeConfig:
-    """The judge config: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else ``./judge.toml`` when it
-    exists, else the default (the embedded model with its fitted profile). ``overrides``
-    (None values ignored) replace settings, as the CLI's ``--model`` / ``--concurrency``."""
+def config_path(path: str | Path | None = None) -> Path | None:
+    """The config file :func:`load_config` reads: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else
+    ``./judge.toml`` when it exists; None: the default config."""
     if path is None:
         env = os.environ.get("CLAIM_JUDGE_CONFIG")
         if env:
             path = env
         elif Path(CONFIG_FILE).is_file():
             path = CONFIG_FILE
-    return JudgeConfig.load(Path(path) if path is not None else None, **overrides)
+    return Path(path) if path is not None else None
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> JudgeConfig:
+    """The judge config: ``path``, else ``$CLAIM_JUDGE_CONFIG``, else ``./judge.toml`` when it
+    exists, else the default (the embedded model with its fitted profile). ``overrides``
+    (None values ignored) replace settings, as the CLI's ``--model`` / ``--concurrency``."""
+    return JudgeConfig.load(config_path(path), **overrides)

@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import random  # noqa: E402
+import re  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
@@ -46,6 +47,30 @@ def is_transient(exc: BaseException) -> bool:
         if status is not None and (status == 429 or status >= 500):
             return True
     return False
+
+
+#: Provider errors of the setup, not of the call: the exit code each deserves (64: the config
+#: or the environment, 1: the endpoint unreachable).
+_SETUP = {"AuthenticationError": 64, "PermissionDeniedError": 64, "NotFoundError": 64,
+          "APIConnectionError": 1}
+#: what litellm's message says when no connection could be made
+_UNREACHABLE = re.compile(r"Connection (?:error|refused)|Name or service not known|"
+                          r"nodename nor servname|Temporary failure in name resolution")
+
+
+def setup_failure(exc: BaseException) -> int | None:
+    """The exit code of a failure trying again will not mend when it comes first (the key
+    refused, the model or endpoint path unknown, nothing answering), else None."""
+    for cur in _chain(exc):
+        code = _SETUP.get(type(cur).__name__)
+        if code is None and _status(cur) in (401, 403, 404):
+            code = 64
+        # litellm reports a connection that could not be made as an InternalServerError
+        if code is None and _UNREACHABLE.search(str(cur)):
+            code = 1
+        if code is not None:
+            return code
+    return None
 
 
 def _status(exc: BaseException) -> int | None:

@@ -577,5 +577,17 @@ class ModelUnavailable(ValueError):
 
 
 def model_unavailable(model: str) -> str | None:
-    """Why ``model`` cannot be called in this install, with the fix (None: it can be tried)."""
-    return unavailable() if model.startswith("embedded/") else None
+    """Why ``model`` cannot be called in this install, with the fix (None: it can be tried):
+    the embedded extra or model file missing, a ``$CLAIM_JUDGE_GGUF`` that is not a file, or
+    another embedded model's name with no ``$CLAIM_JUDGE_GGUF`` to serve it."""
+    if not model.startswith(f"{PROVIDER}/"):
+        return None
+    override = os.environ.get(ENV_GGUF)
+    if override and not Path(override).expanduser().is_file():
+        return (f"{ENV_GGUF}={override!r} is not a file: set it to the GGUF file to serve "
+                f"as {model}, or unset it for the packaged model")
+    if not override and model.partition("/")[2] not in (MODEL_NAME,):
+        return (f"{model} is not the packaged embedded model and {ENV_GGUF} is not set: "
+                f"export {ENV_GGUF}=/path/to/model.gguf (in this shell), or use "
+                f"{EMBEDDED_MODEL}")
+    return unavailable()

@@ -2,9 +2,12 @@
 flight, each reserving its share of the budgets (:mod:`judge.models.budget`) before it is
 sent; every HTTP attempt waiting for the provider's rate limits (:mod:`judge.models.ratelimit`);
 transient failures tried again after a backoff, at most ``retries`` times; and the breaker,
-which stops the run after ``breaker_after`` consecutive calls that failed at the provider.
-Once the run is stopped (the breaker, or a budget spent), every later call raises
-:class:`~judge.models.failures.RunStopped` at once."""
+which stops the run after ``breaker_after`` consecutive calls that failed at the provider, or at
+once when the provider has answered no call yet and the first fails for a cause trying again
+will not mend (the key refused, the model unknown, the endpoint unreachable:
+:func:`~judge.models.attempts.setup_failure`). Once the run is stopped (the breaker, the
+setup, or a budget spent), every later call raises :class:`~judge.models.failures.RunStopped`
+at once."""
 
 from __future__ import annotations
 
@@ -13,7 +16,13 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from judge.config.operations import OperationalSettings
-from judge.models.attempts import backoff, is_transient, retry_after, root_message
+from judge.models.attempts import (
+    backoff,
+    is_transient,
+    retry_after,
+    root_message,
+    setup_failure,
+)
 from judge.models.budget import (
     Budget,
     BudgetSpent,
@@ -44,6 +53,12 @@ class CallFlow:
         #: the run stopped because a budget is smaller than one call
         self.usage_error = False
         self._settled: asyncio.Event | None = None  # set when a call in flight settles
+        #: whether the provider has answered any call of this run
+        self.answered = False
+        #: the exit code of the first calls' failure when it is one of the setup
+        #: (:func:`~judge.models.attempts.setup_failure`): 64 config, 1 unreachable
+        self.setup_exit: int | None = None
+        self._setup_error: int | None = None
 
     def stop(self, reason: str) -> RunStopped:
         self.stopped = self.stopped or reason
@@ -103,12 +118,15 @@ class CallFlow:
             except Exception as exc:  # fail closed: every failure is recorded
                 error = root_message(exc)
                 transient = is_transient(exc)
+                self._setup_error = None if self.answered else setup_failure(exc)
                 if transient and attempt <= self.settings.retries:
                     await asyncio.sleep(backoff(attempt, retry_after(exc),
                                                 self.settings.backoff_s))
                     continue
                 break
             self.consecutive_failures = 0
+            self.answered = True
+            self._setup_error = None
             return result, None
         if transient:
             self.consecutive_failures += 1
@@ -119,7 +137,13 @@ class CallFlow:
         self.rate.settle(self._reserved.pop(call_id, 0), used)
 
     def check_breaker(self, last_error: str | None) -> None:
-        """Stop the run when the provider has failed ``breaker_after`` calls in a row."""
+        """Stop the run when the provider has failed ``breaker_after`` calls in a row, or
+        when its first answer is a failure of the setup (nothing judged would succeed)."""
+        if self._setup_error is not None and not self.answered:
+            self.setup_exit = self._setup_error
+            raise self.stop(
+                f"the first model call failed and trying again will not help ({last_error}); "
+                "fix the setup (`judge doctor` checks it) and run the same command again")
         if self.consecutive_failures >= self.settings.breaker_after:
             raise self.stop(
                 f"the provider failed {self.consecutive_failures} calls in a row (last: "

@@ -54,9 +54,23 @@ def validate_record(data: Any, line_no: int) -> AcceptedLine | RejectedLine:
     except JSONLimitError as exc:
         return RejectedLine(line_no, str(exc))
     except ValidationError as exc:
-        return RejectedLine(line_no, explain(exc))
+        return RejectedLine(line_no, explain(exc) + _peer_hint(data))
     except (ValueError, TypeError, RecursionError) as exc:  # a value no validator foresaw
         return RejectedLine(line_no, f"invalid record: {type(exc).__name__}: {exc}"[:500])
+
+
+def _peer_hint(data: dict[str, Any]) -> str:
+    """What to do with a row of another tool's format (empty for anything else)."""
+    from judge.records.sniff import sniff_object
+
+    sniffed = sniff_object(data)
+    if sniffed is None or sniffed.fmt == "records":
+        return ""
+    if sniffed.fmt in ("ragas", "deepeval"):
+        return (f" (this is a row of {sniffed.name}: convert the file with `judge import FILE "
+                f"--format {sniffed.fmt}` or judge.read_dataset(path, {sniffed.fmt!r}))")
+    return (f" (these are {sniffed.name}: import them as reviews with `judge import FILE "
+            f"--format {sniffed.fmt}`)")
 
 
 def parse_line(raw: bytes, line_no: int) -> AcceptedLine | RejectedLine:
@@ -71,7 +85,9 @@ def parse_line(raw: bytes, line_no: int) -> AcceptedLine | RejectedLine:
     try:
         data = loads(text)
     except JSONLimitError as exc:
-        return RejectedLine(line_no, str(exc))
+        hint = (" (JSONL holds one whole JSON record on each line; a JSON array of records "
+                "is read too)") if str(exc).startswith("invalid JSON") else ""
+        return RejectedLine(line_no, f"{exc}{hint}")
     except (ValueError, RecursionError, MemoryError) as exc:  # never one line for the batch
         return RejectedLine(line_no, f"cannot read the line: {type(exc).__name__}")
     return validate_record(data, line_no)
@@ -125,13 +141,37 @@ class ReadBatch:
 
 def read_jsonl(source: Path | str | bytes | BinaryIO) -> ReadBatch:
     """Read a JSONL batch from a path, bytes or a binary stream (a pipe works: the input is
-    read exactly once)."""
+    read exactly once). A JSON array of records, or one record over several lines, is read
+    too (items numbered from 1)."""
     if isinstance(source, bytes):
         data = source
     elif isinstance(source, (str, Path)):
         data = Path(source).read_bytes()
     else:
         data = source.read()
-    lines = data.splitlines(keepends=True)
-    items = list(without_duplicates(parse_line(raw, n) for n, raw in split_lines(lines)))
-    return ReadBatch(items, hashlib.sha256(data).hexdigest())
+    items = _json_document(data)
+    if items is None:
+        lines = data.splitlines(keepends=True)
+        items = [parse_line(raw, n) for n, raw in split_lines(lines)]
+    return ReadBatch(list(without_duplicates(items)), hashlib.sha256(data).hexdigest())
+
+
+def _json_document(data: bytes) -> list[AcceptedLine | RejectedLine] | None:
+    """The records of a JSON array (numbered from 1), or the one record of a JSON object
+    spread over several lines (a record pasted as printed); None: JSON lines."""
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if head not in (b"[", b"{") or (head == b"{" and len(data.strip().splitlines()) < 2):
+        return None
+    if head == b"{" and isinstance(parse_line(data.strip().splitlines()[0], 1), AcceptedLine):
+        return None  # JSONL whose first line is a whole record
+    if len(data) > MAX_LINE_BYTES * 16:
+        return None
+    try:
+        value = loads(data.decode("utf-8").removeprefix("\ufeff"))
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None  # not one JSON document: read as JSON lines, each line's error numbered
+    if isinstance(value, dict):
+        return [validate_record(value, 1)]
+    if isinstance(value, list):
+        return [validate_record(item, n) for n, item in enumerate(value, start=1)]
+    return None

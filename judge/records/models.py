@@ -163,6 +163,11 @@ class AnswerRecord(BaseModel):
     #: imports set it). Answers with markers are read by their markers either way. Left out
     #: of the record's JSON when unset, so records without it keep their content hash.
     uncited: Literal["all_sources"] | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: Texts an importer repaired (mojibake, :mod:`judge.records.mojibake`): field path
+    #: (``answer``, ``sources.C1.text``) -> the text as it came. Left out of the record's JSON
+    #: when empty, so records without repairs keep their content hash.
+    repaired: dict[str, str] | None = Field(default=None, max_length=1000,
+                                            exclude_if=lambda v: v is None)
     expected_status: Literal["answered", "partial", "insufficient"] | None = None
     #: Optional domain tag: a judge config with a rule fitted for this domain
     #: (``[judge.domain_rules.<domain>]``, see ``judge fit --domain``) decides this answer's

@@ -32,6 +32,7 @@ from typing import Any
 from judge.errors import JudgeError
 from judge.formats import DATASET_FORMATS
 from judge.records.models import AnswerRecord
+from judge.records.mojibake import repair_record
 
 PEER_FORMATS = DATASET_FORMATS
 MAX_PEER_FILE_BYTES = 512 * 1024 * 1024
@@ -165,6 +166,7 @@ def peer_to_record(row: Any, fmt: str, where: str) -> dict[str, Any]:
         record["reference"] = reference
     if ident is not None:
         record["id"] = str(ident)
+    record = repair_record(record)  # mojibake repaired, the originals kept
     AnswerRecord.model_validate(record)  # the limits of the JSONL schema
     return record
 

@@ -10,6 +10,7 @@ carry line numbers) and stores nothing unless every line is valid.
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +45,32 @@ LABEL_FIELDS = ("label", "subtype", "note")
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
+def export_queue(store: Store, queue_id: str | None = None) -> dict[str, Any]:
+    """The queue to export: ``queue_id``, else the latest, unless a later run that it does not
+    cover was judged since (its claims would silently be missing from the export): then a
+    :class:`QueueError` naming the queue and the run, and both ways on."""
+    queue = get_queue(store, queue_id)
+    if queue_id is not None:
+        return queue
+    runs = queue["run_ids"] or []
+    covered = set(json.loads(runs) if isinstance(runs, str) else runs)
+    newer = [r["id"] for r in store.runs() if r["purpose"] == "run"
+             and r["started_at"] > queue["created_at"] and r["id"] not in covered]
+    if newer:
+        raise QueueError(
+            f"the latest review queue {queue['id']} was built before run {newer[-1]}, whose "
+            "claims it does not hold: build a queue over the new run first "
+            "(judge.build_queue() in Python, `judge queue build` in a shell), or name the "
+            f"queue to export it as it is (queue={queue['id']!r}, --queue {queue['id']})")
+    return queue
+
+
 def export_lines(
     store: Store, queue_id: str | None = None, reveal: bool = False, status: str | None = None
 ) -> Iterator[dict[str, Any]]:
     if status is not None and status not in STATES:
         raise QueueError(f"status {status!r} is not one of: {', '.join(STATES)}")
-    queue = get_queue(store, queue_id)
+    queue = export_queue(store, queue_id)
     records: dict[str, Any] = {}
     full = {i["id"]: i for i in queue_items(store, queue["id"])}
     for shown in visible_items(store, queue["id"], full.values(), reveal=reveal):

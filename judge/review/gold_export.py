@@ -20,7 +20,24 @@ class GoldSummary:
     awaiting_second_review: int = 0
     awaiting_adjudication: int = 0
     not_human: int = 0
+    #: reviewed subjects that no review queue holds: held back, since an item's stratum and
+    #: weight come from its queue (build a queue over their run, then export again)
+    outside_queues: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def held_back(self) -> str:
+        """What was held back and why, in one line (the CLI prints it)."""
+        parts = [f"{self.awaiting_adjudication} awaiting adjudication",
+                 f"{self.awaiting_second_review} awaiting a second review"]
+        if self.outside_queues:
+            shown = ", ".join(self.outside_queues[:5]) + (
+                ", ..." if len(self.outside_queues) > 5 else "")
+            parts.append(f"{len(self.outside_queues)} reviewed outside every review queue "
+                         f"({shown}): build a queue that holds them (`judge queue build "
+                         "--run RUN_ID`), then export again")
+        if self.not_human:
+            parts.append(f"refused {self.not_human} non-human label(s)")
+        return f"{self.exported} gold item(s); held back: " + "; ".join(parts)
 
 
 def _gold_scope(store: Store, queue_id: str | None) -> list[dict[str, Any]]:
@@ -72,6 +89,8 @@ def gold_lines(
     A subject becomes gold when its reviewers agree (and the required second review is in),
     or when an adjudication decided it. Non-human labels are never exported."""
     summary = summary if summary is not None else GoldSummary()
+    if queue_id is None:
+        summary.outside_queues = store.reviewed_outside_queues()
     items = _gold_scope(store, queue_id)
     subjects = [i["subject"] for i in items]
     reviews = current_reviews(store, subjects)  # one per person (aliases resolved)

@@ -97,7 +97,9 @@ CATEGORY_HELP = {
     "numeric_or_version_error": "the judge's subtype is numeric_or_version_error",
     "misattribution": "the judge's subtype is misattribution (true per another source)",
     "not_in_source": "the judge labelled the claim not_in_source",
-    "failed_check": "a deterministic check failed (check:<name>, invented_quote)",
+    "failed_check": "a deterministic check failed; the reasons name it (check:quote_found: "
+                    "a quote is not in its source; check:numbers_match: numbers disagree; "
+                    "check:citation_exists, check:json_path_resolves; invented_quote)",
     "judge_error": "the judge could not produce a label (fail closed)",
     "refused": "the answer was not judged: self-grading refused",
     "not_verifiable": "the judge labelled the claim not_verifiable",
@@ -566,7 +568,8 @@ def get_queue(store: Store, queue_id: str | None = None) -> dict[str, Any]:
     if row is None and queue_id:
         raise QueueError(f"no queue {queue_id!r} in the store")
     if row is None:
-        raise QueueError("the store holds no review queue; build one with `judge queue build`")
+        raise QueueError("the store holds no review queue; build one first "
+                         "(judge.build_queue() in Python, `judge queue build` in a shell)")
     return row
 
 

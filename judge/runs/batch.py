@@ -297,6 +297,7 @@ async def run_batch(
     # a budget's message with the final numbers (calls in flight finished since it stopped)
     summary.stopped = run.stopped and (pipeline.client.stop_reason() or run.stopped)
     summary.usage_error = bool(run.stopped) and pipeline.client.flow.usage_error
+    summary.setup_exit = pipeline.client.flow.setup_exit if run.stopped else None
     if run.stopped:
         summary.pending = sum(1 for item in todo if not store.answer_done(
             pipeline.judge_version, item.record.answer_id))

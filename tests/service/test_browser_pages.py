@@ -1,6 +1,8 @@
 """The review pages at the sizes people use: the list of thousands of claims at 1280x800 (one
-aligned table, at least 15 claims on a screen, search on claim text and whole ids, the "why it
-is queued" column only when the judge is revealed) and the review page at 1280x720 (the label
+aligned table, at least 15 claims of real length on a screen with the judge hidden or
+revealed, no filter outside its card, search on claim text and whole ids, the "why it is
+queued" column only when the judge is revealed), on a 390 px phone (the claim readable, nothing
+wider than the screen) and the review page at 1280x720 (the label
 bar leaves the claim, the question and the answer in view; the note says when it is
 required). Screenshots go to ``$CLAIM_JUDGE_SCREENSHOTS`` (docs/img when regenerating)."""
 
@@ -26,11 +28,22 @@ from tests.service.test_browser import (
 )
 from tests.service.test_browser import pytestmark as pytestmark  # browser, or skip
 
+
+def _code(k: int) -> str:
+    return f"{chr(97 + k // 26)}{chr(97 + k % 26)}x"
+
+
+#: claims as long as real ones (three lines and more in the claim column: clamped to two), half
+#: of them not in the source, so the revealed list shows long reasons too
+SUPPORTED = ("Item {} is listed in the register of the northern warehouse, which the auditors "
+             "reviewed in the third quarter and found complete, consistent and signed.")
+INVENTED = ("Item {} was removed from the register of the southern warehouse after the "
+            "auditors found it missing, damaged and not signed by any of the two officers.")
 SOURCE = {"id": "S1", "title": "Register", "text": " ".join(
-    f"Item {chr(97 + k // 26)}{chr(97 + k % 26)}x is listed in the register." for k in range(80))}
+    SUPPORTED.format(_code(k)) for k in range(80))}
 MANY = [{"id": f"gen-{a:02d}", "sources": [SOURCE],
-         "answer": " ".join(f"Item {chr(97 + (2 * a + k) // 26)}{chr(97 + (2 * a + k) % 26)}x "
-                            f"is listed in the register [S1]." for k in range(2))}
+         "answer": " ".join((SUPPORTED if k == 0 else INVENTED).format(_code(2 * a + k))[:-1]
+                            + " [S1]." for k in range(2))}
         for a in range(30)]
 
 
@@ -45,6 +58,23 @@ def _shots(tmp_path: Path) -> Path:
     shots = Path(os.environ.get("CLAIM_JUDGE_SCREENSHOTS") or tmp_path / "shots")
     shots.mkdir(parents=True, exist_ok=True)
     return shots
+
+
+def _overflow(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """What sticks out: the page wider than the window, a filter past its card's edge."""
+    return page.evaluate("""() => {
+      const out = [];
+      if (document.documentElement.scrollWidth > window.innerWidth)
+        out.push(`page ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
+      const card = document.querySelector('#filters').getBoundingClientRect();
+      for (const el of document.querySelectorAll('#filters label, #filters button')) {
+        const box = el.getBoundingClientRect();
+        if (box.right > card.right + 0.5 || box.left < card.left - 0.5)
+          out.push(`${el.textContent.trim().slice(0, 20)}: ${box.left}-${box.right} outside `
+                   + `${card.left}-${card.right}`);
+      }
+      return out;
+    }""")
 
 
 def _visible_rows(page) -> int:  # type: ignore[no-untyped-def]
@@ -81,6 +111,12 @@ def test_review_list_is_one_compact_table_with_whole_id_search(
                 cell.bounding_box() for cell in page.locator("td.claim-cell").all())}
             assert len(boxes) == 1, boxes
             assert _visible_rows(page) >= 15
+            assert _overflow(page) == []
+            two_lines = page.evaluate(  # claims of real length: two lines (cut there)
+                "Array.from(document.querySelectorAll('td.claim-cell .clamp')).filter("
+                "e => e.clientHeight > 1.5 * parseFloat(getComputedStyle(e).lineHeight))"
+                ".length")
+            assert two_lines >= 60
             headers = page.locator("table#items thead th").all_inner_texts()
             assert "why it is queued" not in headers  # blind
             page.screenshot(path=str(shots / "review-list.png"))
@@ -112,7 +148,17 @@ def test_review_list_is_one_compact_table_with_whole_id_search(
             why = page.locator("table#items td.why").all_inner_texts()
             assert len(why) == 65 and all(w.strip() for w in why)
             assert _visible_rows(page) >= 15
+            assert _overflow(page) == []
             page.screenshot(path=str(shots / "review-list-revealed.png"))
+            # a phone: the claim gets the width, nothing sticks out
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.reload()
+            assert _overflow(page) == []
+            claim = page.locator("td.claim-cell").first.bounding_box()
+            assert claim is not None and claim["width"] >= 300 and claim["height"] >= 15
+            assert claim["x"] >= 0 and claim["x"] + claim["width"] <= 390
+            assert len(page.locator("td.claim-cell").first.inner_text()) > 10
+            page.screenshot(path=str(shots / "review-list-phone.png"))
         finally:
             browser.close()
     if not os.environ.get("CLAIM_JUDGE_SCREENSHOTS"):
