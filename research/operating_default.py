@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from calibration.operating_point import set_operating_point  # noqa: E402
 from judge.evaluation.gold import load_gold  # noqa: E402
-from judge.review.triage import gold_scores  # noqa: E402
+from judge.evaluation.operating import gold_scores  # noqa: E402
 from judge.store import Store  # noqa: E402
 
 TARGETS = (0.8, 0.85, 0.9, 0.95)

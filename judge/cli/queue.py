@@ -390,9 +390,10 @@ def threshold(
     from judge.cli.common import load_config
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected, read_gold
+    from judge.evaluation.operating import gold_scores, set_point
     from judge.fitting import FitRefused
     from judge.fitting.items import gold_from_store
-    from judge.review.triage import TriageError, gold_scores, set_point
+    from judge.review.triage import TriageError
 
     review = load_config(config).review
     target = review.target_recall if recall is None else recall

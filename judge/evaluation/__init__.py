@@ -6,6 +6,7 @@
 - :mod:`~judge.evaluation.calibrate`: the calibration report (self-grading ban, validity gate);
 - :mod:`~judge.evaluation.drift`: two judge versions on the same claims;
 - :mod:`~judge.evaluation.reports`: JSON and HTML renderings, and cost.
+- :mod:`~judge.evaluation.operating`: the review queue's operating point set from gold.
 
 The statistics live in :mod:`calibration` (pure functions). May import store, records,
 verdicts, split.claims (claim ids), review (queue reading order, reviewer identities), models

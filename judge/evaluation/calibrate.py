@@ -21,12 +21,11 @@ from judge.evaluation.matching import ClaimRef, Matching, StoreIndex, gold_to_re
 from judge.models.identity import normalize_model, self_grading_reason
 from judge.review.queue import (
     DEFAULT_PRIORITY,
-    PointFinder,
     claim_reasons,
     classify,
     reading_positions,
 )
-from judge.review.triage import forced
+from judge.review.triage import PointFinder, forced
 from judge.store import Store
 
 # --------------------------------------------------------------------------- provenance

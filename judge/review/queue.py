@@ -60,16 +60,9 @@ from judge.review.reviews import (
     current_reviews,
     subject_state,
 )
-from judge.review.triage import (
-    ActivePoint,
-    active_point,
-    domains_of,
-    flag_score,
-    refit_proposals,
-)
+from judge.review.triage import ActivePoint, PointFinder, flag_score
 
 if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
-    from judge.config.review import ReviewSettings
     from judge.store import Store
 
 #: Categories in the default priority order (first = most urgent).
@@ -351,32 +344,6 @@ class QueueSummary:
         }
 
 
-class PointFinder:
-    """Each verdict row's operating point (per judge version and domain, looked up once)."""
-
-    def __init__(self, store: Store, settings: ReviewSettings) -> None:
-        self.store, self.settings = store, settings
-        self.points: dict[tuple[str, str], ActivePoint] = {}
-        self.domains: dict[str, str] = {}
-
-    def __call__(self, row: dict[str, Any]) -> ActivePoint:
-        if row["answer_id"] not in self.domains:
-            self.domains.update(domains_of(self.store, [row["answer_id"]]))
-        key = (row["judge_version"], self.domains.get(row["answer_id"], ""))
-        if key not in self.points:
-            self.points[key] = active_point(self.store, *key, self.settings)
-        return self.points[key]
-
-    def prefetch(self, answer_ids: Iterable[str]) -> None:
-        self.domains.update(domains_of(self.store, answer_ids))
-
-    def used(self) -> list[dict[str, Any]]:
-        seen: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for p in self.points.values():
-            seen.setdefault((p.judge_version, p.domain, p.source, p.point_id), p.as_dict())
-        return list(seen.values())
-
-
 def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...],
                 point_of: PointFinder) -> list[Candidate]:
     rank = {name: i for i, name in enumerate(order)}
@@ -449,6 +416,8 @@ def build_queue(
         except StoreError as exc:
             raise QueueError(str(exc)) from exc
     from judge.config.review import ReviewSettings
+    from judge.review.design import draw
+    from judge.review.triage import proposals
 
     point_of = PointFinder(store, ReviewSettings(
         target_recall=options.target_recall, confidence=options.confidence,
@@ -494,65 +463,9 @@ def build_queue(
         categories=dict(Counter(c.category for c in chosen)), double_review=len(double),
         priority=list(order), order=options.order, operating_points=point_of.used(),
         informative_share=options.informative_share,
-        proposals=_proposals(store, sorted({store.run(r)["judge_version"] for r in run_ids}),
+        proposals=proposals(store, sorted({store.run(r)["judge_version"] for r in run_ids}),
                              point_of.settings),
     )
-
-
-def _proposals(store: Store, versions: Sequence[str], settings: ReviewSettings
-               ) -> list[dict[str, Any]]:
-    configs = {r["id"]: json.loads(r["config"]) for r in store.judge_versions()}
-    found: dict[str, dict[str, Any]] = {}
-    for version in versions:
-        for p in refit_proposals(store, configs.get(version, {}), settings):
-            found.setdefault(p["domain"], {**p, "judge_version": version})
-    return list(found.values())
-
-
-def draw(cands: Sequence[Candidate], options: QueueOptions, order: Sequence[str]
-         ) -> tuple[list[Candidate], dict[str, dict[str, Any]]]:
-    """The queue's design over classified candidates: the passed claims nearest the
-    threshold move to the ``near_threshold`` stratum (all taken), the other passed claims are
-    sampled with the seed; every other stratum is taken whole. Returns the chosen candidates
-    in reading order and each stratum's size, sample size and weight."""
-    passed = sorted((c for c in cands if c.stratum == "passed"), key=lambda c: c.subject)
-    near = nearest_passed(passed, len(cands) - len(passed), options)
-    passed = [c for c in passed if c.subject not in near]
-    for c in cands:
-        if c.subject in near:
-            c.stratum, c.category = "near_threshold", "near_threshold"
-            c.rank = list(order).index("near_threshold")
-    sizes = Counter(c.stratum for c in cands)
-    n_pass = sample_size(len(passed), options.sample_rate, options.min_sample)
-    sampled = random.Random(f"{options.seed}:passed").sample(passed, n_pass)
-    chosen = [c for c in cands if c.stratum != "passed"] + sampled
-    chosen.sort(key=lambda c: reading_key(options.order, c.stratum, c.risk, c.rank,
-                                          c.answer_id, c.idx, c.subject))
-    strata: dict[str, dict[str, Any]] = {}
-    for name in STRATA:
-        size = sizes.get(name, 0)
-        if not size:
-            continue
-        n = n_pass if name == "passed" else size
-        strata[name] = {
-            "stratum_size": size, "sample_size": n, "weight": (size / n) if n else None,
-        }
-    return chosen, strata
-
-
-def nearest_passed(passed: Sequence[Candidate], others: int, options: QueueOptions
-                   ) -> set[str]:
-    """The subjects of the passed claims nearest the threshold (lowest support first), so
-    many that they make ``informative_share`` of the queue (``others``: the items the queue
-    takes besides passed claims; the passed sample is added to it as it will be)."""
-    share = options.informative_share
-    scored = [c for c in passed if c.support is not None]
-    if share <= 0 or not scored:
-        return set()
-    expected = others + sample_size(len(passed), options.sample_rate, options.min_sample)
-    n = min(len(scored), math.ceil(share / (1 - share) * expected - 1e-9))
-    scored.sort(key=lambda c: (c.support, c.subject))
-    return {c.subject for c in scored[:n]}
 
 
 # -- reading --------------------------------------------------------------------------------------

@@ -34,19 +34,15 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.errors import JudgeError
-from judge.hashing import content_hash
 from judge.labels import JUDGE_ERROR, Label
 
 if TYPE_CHECKING:
-    from calibration.operating_point import OperatingPoint
     from judge.config.review import ReviewSettings
-    from judge.evaluation.gold import GoldFile
     from judge.store import Store
 
 #: Review reasons that send a claim to people whatever its score: what the program proved or
@@ -193,83 +189,6 @@ def domains_of(store: Store, answer_ids: Iterable[str]) -> dict[str, str]:
     return out
 
 
-# -- setting a point from gold ---------------------------------------------------------------------
-
-
-@dataclass
-class GoldScores:
-    """Gold claims of one judge version with their flag scores."""
-
-    judge_version: str
-    gold: dict[str, Any]
-    scores: list[float]
-    problems: list[bool]
-    weights: list[float]
-    domains: list[str]
-    #: gold claims the version gives no support score (a strategy without one)
-    unscored: int = 0
-
-
-def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None) -> GoldScores:
-    """The gold items matched to the stored verdicts of ``judge_version`` (default: the one
-    that judged them), with each claim's flag score, whether people rejected it, its design
-    weight and its domain (the answer's tag, else the gold item's dataset)."""
-    from judge.evaluation.calibrate import calibrate
-
-    outcome = calibrate(store, gold, judge_version, n_resamples=0)
-    version = outcome.report.judge_version
-    rows = outcome.matching.matched
-    domains = domains_of(store, (m.row["answer_id"] for m in rows))
-    out = GoldScores(version, outcome.gold, [], [], [], [])
-    for m in rows:
-        score = flag_score(m.row)
-        if score is None:
-            out.unscored += 1
-            continue
-        item = m.entry.item
-        out.scores.append(score)
-        out.problems.append(item.label != Label.SUPPORTED)
-        out.weights.append(item.sampled_weight)
-        out.domains.append(domains.get(m.row["answer_id"]) or item.dataset or "")
-    return out
-
-
-def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall: float = 0.9,
-              confidence: float = 0.9, created_by: str | None = None,
-              gold_source: str = "") -> tuple[OperatingPoint, dict[str, Any]]:
-    """Set, store and return the operating point of ``data.judge_version`` for ``domain``
-    ('' = every gold claim, version-wide)."""
-    from calibration.operating_point import set_operating_point  # scipy: only when setting
-
-    keep = [i for i, d in enumerate(data.domains) if not domain or d == domain]
-    if not keep:
-        known = ", ".join(sorted(set(data.domains) - {""})) or "none"
-        raise TriageError(f"no gold claim of domain {domain!r} has a support score by "
-                          f"{data.judge_version} (domains in the gold: {known})")
-    weights = [data.weights[i] for i in keep]
-    point = set_operating_point(
-        [data.scores[i] for i in keep], [data.problems[i] for i in keep],
-        target_recall=target_recall, confidence=confidence,
-        weights=None if all(w == 1 for w in weights) else weights)
-    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-    report = {**point.model_dump(mode="json"), "statement": point.statement(),
-              "unscored": data.unscored}
-    row = {
-        "id": "op-" + content_hash([data.judge_version, domain, target_recall, confidence,
-                                    data.gold.get("sha256"), stamp])[:12],
-        "judge_version": data.judge_version, "domain": domain,
-        "target_recall": target_recall, "confidence": confidence,
-        "threshold": point.threshold if point.sufficient else None,
-        "sufficient": int(point.sufficient), "method": point.method,
-        "gold_source": gold_source or str(data.gold.get("file")),
-        "gold_sha256": data.gold.get("sha256"), "n_gold": point.n,
-        "n_problems": point.n_problems, "report": report, "created_at": stamp,
-        "created_by": created_by,
-    }
-    store.insert_operating_point(row)
-    return point, row
-
-
 def points_by_version(store: Store, versions: Sequence[str], settings: ReviewSettings
                       ) -> dict[str, list[ActivePoint]]:
     """For ``judge versions`` and summaries: each version's version-wide point and the
@@ -407,3 +326,41 @@ def _fitted_on(store: Store, ref: Any) -> int:
         return 0
     about = json.loads(row["body"]).get("about") or {}
     return int(about.get("n") or 0)
+
+
+class PointFinder:
+    """Each verdict row's operating point (per judge version and domain, looked up once)."""
+
+    def __init__(self, store: Store, settings: ReviewSettings) -> None:
+        self.store, self.settings = store, settings
+        self.points: dict[tuple[str, str], ActivePoint] = {}
+        self.domains: dict[str, str] = {}
+
+    def __call__(self, row: dict[str, Any]) -> ActivePoint:
+        if row["answer_id"] not in self.domains:
+            self.domains.update(domains_of(self.store, [row["answer_id"]]))
+        key = (row["judge_version"], self.domains.get(row["answer_id"], ""))
+        if key not in self.points:
+            self.points[key] = active_point(self.store, *key, self.settings)
+        return self.points[key]
+
+    def prefetch(self, answer_ids: Iterable[str]) -> None:
+        self.domains.update(domains_of(self.store, answer_ids))
+
+    def used(self) -> list[dict[str, Any]]:
+        seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for p in self.points.values():
+            seen.setdefault((p.judge_version, p.domain, p.source, p.point_id), p.as_dict())
+        return list(seen.values())
+
+
+def proposals(store: Store, versions: Sequence[str], settings: ReviewSettings
+               ) -> list[dict[str, Any]]:
+    """Per domain, the first refit proposal of the queue's judge versions
+    (:func:`refit_proposals`)."""
+    configs = {r["id"]: json.loads(r["config"]) for r in store.judge_versions()}
+    found: dict[str, dict[str, Any]] = {}
+    for version in versions:
+        for p in refit_proposals(store, configs.get(version, {}), settings):
+            found.setdefault(p["domain"], {**p, "judge_version": version})
+    return list(found.values())

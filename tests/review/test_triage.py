@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 from judge.api import judge_file
 from judge.cli import _register, app
 from judge.config import JudgeConfig
+from judge.review.design import draw
 from judge.review.queue import (
     Candidate,
     QueueOptions,
     build_queue,
-    draw,
     priority_order,
     queue_items,
 )

@@ -1,0 +1,91 @@
+"""Setting the review queue's operating point from human gold: the gold items matched to a
+judge version's stored verdicts, their flag scores (:func:`judge.review.triage.flag_score`),
+and the point (:func:`calibration.operating_point.set_operating_point`) stored with the gold's
+hash, size and bound. Which point decides a queue is :mod:`judge.review.triage`'s business."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from calibration.operating_point import OperatingPoint, set_operating_point
+from judge.evaluation.gold import GoldFile
+from judge.hashing import content_hash
+from judge.labels import Label
+from judge.review.triage import TriageError, domains_of, flag_score
+from judge.store import Store
+
+
+@dataclass
+class GoldScores:
+    """Gold claims of one judge version with their flag scores."""
+
+    judge_version: str
+    gold: dict[str, Any]
+    scores: list[float]
+    problems: list[bool]
+    weights: list[float]
+    domains: list[str]
+    #: gold claims the version gives no support score (a strategy without one)
+    unscored: int = 0
+
+
+def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None) -> GoldScores:
+    """The gold items matched to the stored verdicts of ``judge_version`` (default: the one
+    that judged them), with each claim's flag score, whether people rejected it, its design
+    weight and its domain (the answer's tag, else the gold item's dataset)."""
+    from judge.evaluation.calibrate import calibrate
+
+    outcome = calibrate(store, gold, judge_version, n_resamples=0)
+    version = outcome.report.judge_version
+    rows = outcome.matching.matched
+    domains = domains_of(store, (m.row["answer_id"] for m in rows))
+    out = GoldScores(version, outcome.gold, [], [], [], [])
+    for m in rows:
+        score = flag_score(m.row)
+        if score is None:
+            out.unscored += 1
+            continue
+        item = m.entry.item
+        out.scores.append(score)
+        out.problems.append(item.label != Label.SUPPORTED)
+        out.weights.append(item.sampled_weight)
+        out.domains.append(domains.get(m.row["answer_id"]) or item.dataset or "")
+    return out
+
+
+def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall: float = 0.9,
+              confidence: float = 0.9, created_by: str | None = None,
+              gold_source: str = "") -> tuple[OperatingPoint, dict[str, Any]]:
+    """Set, store and return the operating point of ``data.judge_version`` for ``domain``
+    ('' = every gold claim, version-wide)."""
+    keep = [i for i, d in enumerate(data.domains) if not domain or d == domain]
+    if not keep:
+        known = ", ".join(sorted(set(data.domains) - {""})) or "none"
+        raise TriageError(f"no gold claim of domain {domain!r} has a support score by "
+                          f"{data.judge_version} (domains in the gold: {known})")
+    weights = [data.weights[i] for i in keep]
+    point = set_operating_point(
+        [data.scores[i] for i in keep], [data.problems[i] for i in keep],
+        target_recall=target_recall, confidence=confidence,
+        weights=None if all(w == 1 for w in weights) else weights)
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+    report = {**point.model_dump(mode="json"), "statement": point.statement(),
+              "unscored": data.unscored}
+    row = {
+        "id": "op-" + content_hash([data.judge_version, domain, target_recall, confidence,
+                                    data.gold.get("sha256"), stamp])[:12],
+        "judge_version": data.judge_version, "domain": domain,
+        "target_recall": target_recall, "confidence": confidence,
+        "threshold": point.threshold if point.sufficient else None,
+        "sufficient": int(point.sufficient), "method": point.method,
+        "gold_source": gold_source or str(data.gold.get("file")),
+        "gold_sha256": data.gold.get("sha256"), "n_gold": point.n,
+        "n_problems": point.n_problems, "report": report, "created_at": stamp,
+        "created_by": created_by,
+    }
+    store.insert_operating_point(row)
+    return point, row
+
+

@@ -1,0 +1,60 @@
+"""The queue's sampling design over classified candidates: which strata are taken whole, the
+passed claims nearest the threshold (``near_threshold``, the reviews that teach the most) and
+the seeded sample of the other passed claims, with each stratum's size, sample size and
+weight (:mod:`judge.review.queue` builds and stores the queue)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from judge.review.queue import STRATA, Candidate, QueueOptions, reading_key, sample_size
+
+
+def draw(cands: Sequence[Candidate], options: QueueOptions, order: Sequence[str]
+         ) -> tuple[list[Candidate], dict[str, dict[str, Any]]]:
+    """The queue's design over classified candidates: the passed claims nearest the
+    threshold move to the ``near_threshold`` stratum (all taken), the other passed claims are
+    sampled with the seed; every other stratum is taken whole. Returns the chosen candidates
+    in reading order and each stratum's size, sample size and weight."""
+    passed = sorted((c for c in cands if c.stratum == "passed"), key=lambda c: c.subject)
+    near = nearest_passed(passed, len(cands) - len(passed), options)
+    passed = [c for c in passed if c.subject not in near]
+    for c in cands:
+        if c.subject in near:
+            c.stratum, c.category = "near_threshold", "near_threshold"
+            c.rank = list(order).index("near_threshold")
+    sizes = Counter(c.stratum for c in cands)
+    n_pass = sample_size(len(passed), options.sample_rate, options.min_sample)
+    sampled = random.Random(f"{options.seed}:passed").sample(passed, n_pass)
+    chosen = [c for c in cands if c.stratum != "passed"] + sampled
+    chosen.sort(key=lambda c: reading_key(options.order, c.stratum, c.risk, c.rank,
+                                          c.answer_id, c.idx, c.subject))
+    strata: dict[str, dict[str, Any]] = {}
+    for name in STRATA:
+        size = sizes.get(name, 0)
+        if not size:
+            continue
+        n = n_pass if name == "passed" else size
+        strata[name] = {
+            "stratum_size": size, "sample_size": n, "weight": (size / n) if n else None,
+        }
+    return chosen, strata
+
+
+def nearest_passed(passed: Sequence[Candidate], others: int, options: QueueOptions
+                   ) -> set[str]:
+    """The subjects of the passed claims nearest the threshold (lowest support first), so
+    many that they make ``informative_share`` of the queue (``others``: the items the queue
+    takes besides passed claims; the passed sample is added to it as it will be)."""
+    share = options.informative_share
+    scored = [c for c in passed if c.support is not None]
+    if share <= 0 or not scored:
+        return set()
+    expected = others + sample_size(len(passed), options.sample_rate, options.min_sample)
+    n = min(len(scored), math.ceil(share / (1 - share) * expected - 1e-9))
+    scored.sort(key=lambda c: (c.support, c.subject))
+    return {c.subject for c in scored[:n]}
