@@ -255,3 +255,19 @@ def test_a_domain_with_enough_new_reviews_is_proposed_a_head_of_its_own(
     proposals = build_queue(store, options=QueueOptions(**NO_SAMPLES)).proposals
     assert [(p["domain"], p["new"]) for p in proposals] == [("archive", 40)]
     assert proposals[0]["command"].startswith("judge fit --domain archive")
+
+
+def test_the_embedded_default_head_comes_with_a_point_for_the_default_target() -> None:
+    """The shipped head's packaged points were set on gold held out from its fit; the one
+    for 0.9 with 90% confidence states what it was set on."""
+    from calibration.operating_point import min_problems
+    from judge.config import EMBEDDED_PROFILE
+    from judge.review.triage import packaged_points
+
+    packaged = packaged_points(EMBEDDED_PROFILE["probe_head"]["sha256"])
+    assert packaged is not None and "held out" in packaged["gold"]["description"]
+    point = next(p for p in packaged["points"]
+                 if (p["target_recall"], p["confidence"]) == (0.9, 0.9))
+    assert 0.0 < point["threshold"] < 1.0
+    assert point["n_problems"] >= min_problems(0.9, 0.9)
+    assert point["gold_recall"]["value"] >= 0.9 and point["miss_bound"] <= 0.1
