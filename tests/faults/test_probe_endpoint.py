@@ -47,7 +47,7 @@ def head_file(tmp_path: Path, served: dict[str, Any] | None, name: str = "head")
     coef[LABELS.index("supported"), 0] = 2.0
     coef[LABELS.index("not_in_source"), 1] = 2.0
     coef[LABELS.index("not_verifiable"), 2] = 2.0
-    about = {"name": name, **({"served": served} if served else {})}
+    about = {"name": name, "prompt": "probe_claim/v1", **({"served": served} if served else {})}
     path = tmp_path / f"{name}.json"
     path.write_text(ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4), about)
                     .dumps(), encoding="utf-8")

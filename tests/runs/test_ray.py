@@ -129,7 +129,8 @@ def test_workers_read_the_vectors_of_a_served_probe_from_its_endpoint(
     coef[LABELS.index("supported"), 0] = coef[LABELS.index("not_in_source"), 1] = 2.0
     head = tmp_path / "head.json"
     head.write_text(ProbeHead(tuple(LABELS), np.zeros(3), np.ones(3), coef, np.zeros(4),
-                              {"served": kind}).dumps(), encoding="utf-8")
+                              {"served": kind, "prompt": "probe_claim/v1"}).dumps(),
+                    encoding="utf-8")
     config = JudgeConfig(
         model="openai/generator", api_base=server.base_url, strategy="probe",
         prompts={"split_claims": "v2"}, retries=0, concurrency=2,
