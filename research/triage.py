@@ -89,6 +89,7 @@ from judge.fitting.logistic import balanced_accuracy, balanced_log_loss  # noqa:
 from judge.fitting.probe import (  # noqa: E402
     HEAD_LAMBDAS,
     PRIOR_HEAD_LAMBDAS,
+    choose_head,
     fit_head,
     head_out_of_fold,
     predict_head,
@@ -204,11 +205,7 @@ def cv_fit(x: np.ndarray, y: np.ndarray, fold: Sequence[int], prior: ProbeHead |
     predictions at the chosen strength."""
     if lambdas is None:
         lambdas = PRIOR_HEAD_LAMBDAS if prior is not None else HEAD_LAMBDAS
-    with threadpool_limits(limits=1, user_api="blas"):
-        oof = {lam: head_out_of_fold(x, y, fold, lam, prior) for lam in lambdas}
-        cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in lambdas}
-        lam = min(lambdas, key=lambda v: (cv_loss[v], -v))
-        head = fit_head(x, y, lam, prior)
+    lam, head, oof, cv_loss = choose_head(x, y, fold, prior, lambdas)
     forget_heads()
     return CvFit(lam, head, oof[lam][0], oof[lam][1], cv_loss)
 

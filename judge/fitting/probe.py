@@ -77,6 +77,21 @@ def head_out_of_fold(x: np.ndarray, y: np.ndarray, fold: Sequence[int], lam: flo
         x[held], fit_head(x[rest], y[rest], lam, prior)))
 
 
+def choose_head(x: np.ndarray, y: np.ndarray, fold: Sequence[int], prior: ProbeHead | None,
+                lambdas: Sequence[float]
+                ) -> tuple[float, ProbeHead, dict[float, tuple[np.ndarray, np.ndarray]],
+                           dict[float, float]]:
+    """The L2 strength with the lowest grouped cross-validated balanced log-loss (ties: the
+    stronger), the head fitted with it on every item, each strength's out-of-fold
+    (labels, probabilities) and its loss."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        oof = {lam: head_out_of_fold(x, y, fold, lam, prior) for lam in lambdas}
+        cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in lambdas}
+        lam = min(lambdas, key=lambda v: (cv_loss[v], -v))
+        head = fit_head(x, y, lam, prior)
+    return lam, head, oof, cv_loss
+
+
 def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_recall: float = 0.9,
                    prior: ProbeHead | None = None, about: dict[str, Any] | None = None,
                    lambdas: Sequence[float] | None = None) -> Fitted:
@@ -86,11 +101,7 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
     x = np.asarray(x, dtype=np.float64)
     if lambdas is None:
         lambdas = PRIOR_HEAD_LAMBDAS if prior is not None else HEAD_LAMBDAS
-    with threadpool_limits(limits=1, user_api="blas"):
-        oof = {lam: head_out_of_fold(x, y, fold, lam, prior) for lam in lambdas}
-        cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in lambdas}
-        lam = min(lambdas, key=lambda v: (cv_loss[v], -v))
-        head = fit_head(x, y, lam, prior)
+    lam, head, oof, cv_loss = choose_head(x, y, fold, prior, lambdas)
     cv_acc = {v: balanced_accuracy(oof[v][0], y) for v in lambdas}
     queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, queue_recall)
     info = {**(about or {}), "l2": lam, "n": int(len(y)),
