@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 import scipy.stats as sps
@@ -168,7 +169,10 @@ def set_operating_point(
 
     best: int | None = None  # how many of the highest problem scores may be missed
     n_eff = kish
-    for j in range(len(ps) + 1):
+    if not weighted:
+        k = allowed_misses(len(ps), target_recall, confidence)
+        best = None if k < 0 else _largest_boundary(ps, k)
+    for j in range(len(ps) + 1) if weighted else ():
         if j and j < len(ps) and ps[j] == ps[j - 1]:
             continue  # a threshold cannot separate tied scores
         if j and not math.isfinite(ps[j - 1]):
@@ -196,6 +200,38 @@ def set_operating_point(
         gold_recall=_share(flagged[p], w[p]), false_alarm=_share(flagged[sup], w[sup]),
         load=_share(flagged, w), min_problems=min_problems(target_recall, confidence),
     )
+
+
+@cache
+def allowed_misses(n: int, target_recall: float, confidence: float) -> int:
+    """The most of ``n`` problem claims a threshold may miss and still state recall >=
+    ``target_recall`` with ``confidence`` (the exact bound; -1: no threshold can)."""
+    best = -1
+    for k in range(n):
+        if miss_upper_bound(k, n, confidence) <= 1 - target_recall + 1e-12:
+            best = k
+        else:
+            break
+    return best
+
+
+def _largest_boundary(desc: np.ndarray, k: int) -> int:
+    """The most of the highest scores (``desc``, high to low) a threshold can miss, at most
+    ``k``: never splitting tied scores, never an always-flagged (-inf) one."""
+    for j in range(min(k, len(desc)), 0, -1):
+        if (j == len(desc) or desc[j] != desc[j - 1]) and math.isfinite(desc[j - 1]):
+            return j
+    return 0
+
+
+def exact_threshold(scores: Sequence[float] | np.ndarray, problems: Sequence[bool] | np.ndarray,
+                    target_recall: float = DEFAULT_TARGET_RECALL,
+                    confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """The threshold :func:`set_operating_point` sets on unweighted gold, without its figures
+    (nan when the gold is too small): for resampling loops."""
+    ps = np.sort(np.asarray(scores, dtype=float)[np.asarray(problems, dtype=bool)])[::-1]
+    k = allowed_misses(len(ps), target_recall, confidence)
+    return math.nan if k < 0 else _between(ps, _largest_boundary(ps, k))
 
 
 def _effective(missed: np.ndarray, problems: np.ndarray, w: np.ndarray, kish: float

@@ -68,7 +68,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +78,11 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from calibration.operating_point import _between, set_operating_point  # noqa: E402
+from calibration.operating_point import (  # noqa: E402
+    allowed_misses,
+    exact_threshold,
+    set_operating_point,
+)
 from calibration.stats import wilson_bounds  # noqa: E402
 from judge.decide import probe_head as probe_head_module  # noqa: E402
 from judge.decide.probe_head import ProbeHead  # noqa: E402
@@ -312,15 +315,10 @@ def _num(v: float) -> float | str | None:
 
 def operating_point(scores: np.ndarray, problems: np.ndarray, target: float, confidence: float,
                     weights: np.ndarray | None = None) -> dict[str, Any]:
-    """:func:`set_operating_point` as a report entry (its threshold checked against
-    :func:`fast_threshold` when unweighted, the bootstraps' shortcut)."""
+    """:func:`set_operating_point` as a report entry."""
     op = set_operating_point(scores.tolist(), problems.tolist(), target_recall=target,
                              confidence=confidence,
                              weights=None if weights is None else list(weights))
-    if weights is None:
-        fast = fast_threshold(scores, problems, target, confidence)
-        same = (math.isnan(fast) and not op.sufficient) or fast == op.threshold
-        assert same, (fast, op.threshold)
     out: dict[str, Any] = {
         "target_recall": target, "confidence": confidence, "sufficient": op.sufficient,
         "threshold": _num(op.threshold) if op.sufficient else None, "n": op.n,
@@ -338,34 +336,6 @@ def operating_point(scores: np.ndarray, problems: np.ndarray, target: float, con
 def threshold_of(point: dict[str, Any]) -> float:
     t = point["threshold"]
     return math.nan if t is None else float(t)
-
-
-@cache
-def allowed_misses(n: int, target: float, confidence: float) -> int:
-    """The most problems of ``n`` a threshold may miss and state the guarantee (-1: none)."""
-    alpha = 1 - target
-    best = -1
-    for j in range(n):
-        if sps.beta.ppf(confidence, j + 1, n - j) <= alpha + 1e-12:
-            best = j
-        else:
-            break
-    return best
-
-
-def fast_threshold(scores: np.ndarray, problems: np.ndarray, target: float = 0.9,
-                   confidence: float = 0.9) -> float:
-    """:func:`set_operating_point`'s threshold (unweighted), with the bound cached by the
-    number of problems (asserted equal to it wherever a report figure is computed)."""
-    ps = np.sort(np.asarray(scores, dtype=float)[problems])[::-1]
-    n = len(ps)
-    k = allowed_misses(n, target, confidence)
-    if k < 0:
-        return math.nan
-    for j in range(k, -1, -1):
-        if j == 0 or ((j == n or ps[j] != ps[j - 1]) and math.isfinite(ps[j - 1])):
-            return _between(ps, j)
-    return _between(ps, 0)
 
 
 def false_alarm_at(scores: np.ndarray, problems: np.ndarray, threshold: float) -> float:
@@ -517,8 +487,8 @@ def flag_block(data: Data, idx: np.ndarray, support_all: np.ndarray,
         tw, two = threshold_of(pw), threshold_of(pwo)
         d_fa, d_load = [], []
         for sel in draws:
-            a = fast_threshold(s_with[sel], p[sel])
-            b = fast_threshold(s_without[sel], p[sel])
+            a = exact_threshold(s_with[sel], p[sel])
+            b = exact_threshold(s_without[sel], p[sel])
             if math.isnan(a) or math.isnan(b):
                 continue
             d_fa.append(false_alarm_at(s_with[sel], p[sel], a)
@@ -601,7 +571,7 @@ def part_curve(data: Data, fit: CvFit, scores: np.ndarray, sizes: Sequence[int],
                     head = fit_head(data.x[sub], y[sub], lam)
                     pred[held], probs[held] = predict_head(data.x[held], head)
             s = flag_scores(data, np.arange(len(y)), pred, probs[:, 0])
-            thr = fast_threshold(s, p)
+            thr = exact_threshold(s, p)
             rows.append({"n_train": float(np.mean(n_used)),
                          "balanced_accuracy": balanced_accuracy(pred, y),
                          "contradicted_recall": float(np.mean(pred[y == CONTRADICTED]
@@ -613,7 +583,7 @@ def part_curve(data: Data, fit: CvFit, scores: np.ndarray, sizes: Sequence[int],
                          "balanced_log_loss": balanced_log_loss(probs, y)})
         out.append(_curve_point(size, lam, rows, time.time() - t0))
     # every claim the training folds hold: part 1's out-of-fold predictions
-    thr = fast_threshold(scores, p)
+    thr = exact_threshold(scores, p)
     out.append(_curve_point("all", fit.lam, [{
         "n_train": float(np.mean([(fold != f).sum() for f in set(data.fold)])),
         "balanced_accuracy": balanced_accuracy(fit.pred, y),

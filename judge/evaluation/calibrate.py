@@ -140,11 +140,12 @@ def calibration_items(
     for m in matching.matched:
         gold, row = m.entry.item, m.row
         point = point_of(row) if point_of is not None else None
+        reasons = claim_reasons(row)
         in_queue = bool(row["review"])
-        flagged = any(r != "doubtful_support" for r in claim_reasons(row))
+        flagged = any(r != "doubtful_support" for r in reasons)
         if point is not None and point.threshold is not None and row.get("support") is not None:
             in_queue = classify(row, rank, point)[1] != "passed"
-            flagged = forced(row["label"], claim_reasons(row))
+            flagged = forced(row["label"], reasons)
         items.append(CalibrationItem(
             claim_id=row["claim_id"], gold_label=gold.label, gold_subtype=gold.subtype,
             judge_label=row["label"], judge_subtype=row["subtype"], in_queue=in_queue,
@@ -189,19 +190,9 @@ def calibrate(
     (:mod:`judge.review.triage`)."""
     entries = list(gold.entries if entries is None else entries)
     index = index or StoreIndex(store)
-    if refs is None:  # claims judged by `judge eval-gold` are found by their exact ids
-        refs = gold_to_records(entries).refs
-    if judge_version is None:
-        judge_version = pick_version(index, entries, refs)
-    else:
-        judge_version = resolve_version(store, judge_version)
-    matching = match_gold(index, entries, judge_version, refs, restrict)
-    check_provenance(index, matching, entries)
-    if not matching.matched:
-        raise EvaluationError(
-            f"no gold item of {gold.path} has a verdict by judge {judge_version} "
-            f"({len(matching.refused)} refused, {len(matching.not_judged)} not judged); run "
-            f"`judge eval-gold {gold.path} --db {store.path}` to judge them")
+    matching = matched_gold(store, gold, judge_version, entries=entries, refs=refs,
+                            restrict=restrict, index=index)
+    judge_version = matching.judge_version
     point_of = PointFinder(store, review or ReviewSettings())
     items, human, population, notes = calibration_items(matching, point_of)
     kwargs: dict[str, Any] = {}
@@ -226,12 +217,48 @@ def calibrate(
         review_support_below=index.configs[judge_version].get("review_support_below"),
         report=report, matching=matching, model=index.models[judge_version], gate=gate,
         operating_points=point_of.used(), recall_watch=_watch(store, judge_version),
-        gold={"file": str(gold.path), "sha256": gold.sha256, "items": len(entries),
-              "matched": len(matching.matched),
-              "matched_by": {how: sum(1 for m in matching.matched if m.how == how)
-                             for how in ("eval", "claim_id", "text")},
-              "duplicates": len(matching.duplicates)},
+        gold=gold_summary(gold, len(entries), matching),
     )
+
+
+def gold_summary(gold: GoldFile, items: int, matching: Matching) -> dict[str, Any]:
+    """The gold file a report rests on: its path, hash, items and how they matched."""
+    return {"file": str(gold.path), "sha256": gold.sha256, "items": items,
+            "matched": len(matching.matched),
+            "matched_by": {how: sum(1 for m in matching.matched if m.how == how)
+                           for how in ("eval", "claim_id", "text")},
+            "duplicates": len(matching.duplicates)}
+
+
+def matched_gold(
+    store: Store,
+    gold: GoldFile,
+    judge_version: str | None = None,
+    *,
+    entries: Sequence[GoldEntry] | None = None,
+    refs: dict[str, ClaimRef] | None = None,
+    restrict: set[str] | None = None,
+    index: StoreIndex | None = None,
+) -> Matching:
+    """The gold items matched to the stored verdicts of ``judge_version`` (default: the one
+    version that judged them), after the provenance rules (:func:`check_provenance`); an
+    error when none matches."""
+    entries = list(gold.entries if entries is None else entries)
+    index = index or StoreIndex(store)
+    if refs is None:  # claims judged by `judge eval-gold` are found by their exact ids
+        refs = gold_to_records(entries).refs
+    if judge_version is None:
+        judge_version = pick_version(index, entries, refs)
+    else:
+        judge_version = resolve_version(store, judge_version)
+    matching = match_gold(index, entries, judge_version, refs, restrict)
+    check_provenance(index, matching, entries)
+    if not matching.matched:
+        raise EvaluationError(
+            f"no gold item of {gold.path} has a verdict by judge {judge_version} "
+            f"({len(matching.refused)} refused, {len(matching.not_judged)} not judged); run "
+            f"`judge eval-gold {gold.path} --db {store.path}` to judge them")
+    return matching
 
 
 def _watch(store: Store, judge_version: str) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from calibration.operating_point import OperatingPoint, set_operating_point
+from judge.evaluation.calibrate import gold_summary, matched_gold
 from judge.evaluation.gold import GoldFile
 from judge.hashing import content_hash
 from judge.labels import Label
@@ -35,13 +36,11 @@ def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None) 
     """The gold items matched to the stored verdicts of ``judge_version`` (default: the one
     that judged them), with each claim's flag score, whether people rejected it, its design
     weight and its domain (the answer's tag, else the gold item's dataset)."""
-    from judge.evaluation.calibrate import calibrate
-
-    outcome = calibrate(store, gold, judge_version, n_resamples=0)
-    version = outcome.report.judge_version
-    rows = outcome.matching.matched
+    matching = matched_gold(store, gold, judge_version)
+    rows = matching.matched
     domains = domains_of(store, (m.row["answer_id"] for m in rows))
-    out = GoldScores(version, outcome.gold, [], [], [], [])
+    out = GoldScores(matching.judge_version, gold_summary(gold, len(gold.entries), matching),
+                     [], [], [], [])
     for m in rows:
         score = flag_score(m.row)
         if score is None:
@@ -65,11 +64,10 @@ def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall
         known = ", ".join(sorted(set(data.domains) - {""})) or "none"
         raise TriageError(f"no gold claim of domain {domain!r} has a support score by "
                           f"{data.judge_version} (domains in the gold: {known})")
-    weights = [data.weights[i] for i in keep]
-    point = set_operating_point(
+    point = set_operating_point(  # all weights 1: the exact, unweighted bound
         [data.scores[i] for i in keep], [data.problems[i] for i in keep],
         target_recall=target_recall, confidence=confidence,
-        weights=None if all(w == 1 for w in weights) else weights)
+        weights=[data.weights[i] for i in keep])
     stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     report = {**point.model_dump(mode="json"), "statement": point.statement(),
               "unscored": data.unscored}

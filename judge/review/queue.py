@@ -60,7 +60,7 @@ from judge.review.reviews import (
     current_reviews,
     subject_state,
 )
-from judge.review.triage import ActivePoint, PointFinder, flag_score
+from judge.review.triage import PASSED_STRATA, ActivePoint, PointFinder, flag_score
 
 if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
     from judge.store import Store
@@ -104,8 +104,6 @@ CATEGORY_HELP = {
     "sampled_pass": "a random sample of the claims that passed",
 }
 STRATA = ("flagged", "judge_error", "refused", "near_threshold", "passed")
-#: Strata of claims the queue passed (their problems are what the queue misses).
-PASSED_STRATA = ("near_threshold", "passed")
 
 DEFAULT_SAMPLE_RATE = 0.1
 DEFAULT_MIN_SAMPLE = 20
@@ -263,7 +261,7 @@ def classify(row: dict[str, Any], rank: dict[str, int], point: ActivePoint | Non
     (:mod:`judge.review.triage`); otherwise its labels and reasons do."""
     reasons = claim_reasons(row)
     found = categories(row, reasons)
-    flagged = point.flags(flag_score(row)) if point is not None else None
+    flagged = point.flags(flag_score(row, reasons)) if point is not None else None
     if flagged is None:
         flagged = bool(found) or bool(row["review"])
     elif flagged:

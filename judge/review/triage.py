@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +57,6 @@ ALWAYS: frozenset[str] = frozenset({
 KEPT_FLAGS: frozenset[str] = frozenset()
 #: Where the packaged operating points live (one JSON file per probe head).
 PACKAGED = Path(__file__).resolve().parent.parent / "config" / "operating"
-SOURCES = ("gold", "default", "configured")
 
 
 class TriageError(JudgeError, ValueError):
@@ -71,13 +70,15 @@ def forced(label: str, reasons: Iterable[str]) -> bool:
     return any(r in ALWAYS or r in KEPT_FLAGS or r.startswith("check:") for r in reasons)
 
 
-def flag_score(row: dict[str, Any]) -> float | None:
+def flag_score(row: dict[str, Any], reasons: list[str] | None = None) -> float | None:
     """A stored verdict row's flag score: its support, ``-inf`` when it is :func:`forced`, and
     None when the judge gives no support (strategies that answer with a label: the queue
-    then follows the labels and review reasons, as before operating points)."""
-    from judge.review.queue import claim_reasons
+    then follows the labels and review reasons, as before operating points). ``reasons``:
+    the row's :func:`~judge.review.queue.claim_reasons`, when the caller has them."""
+    if reasons is None:
+        from judge.review.queue import claim_reasons
 
-    reasons = claim_reasons(row)
+        reasons = claim_reasons(row)
     if forced(row["label"], reasons):
         return -math.inf
     support = row.get("support")
@@ -93,7 +94,7 @@ class ActivePoint:
 
     judge_version: str
     domain: str  # '' = version-wide
-    source: str  # one of SOURCES
+    source: str  # gold, default or configured
     threshold: float | None
     target_recall: float
     confidence: float
@@ -103,18 +104,8 @@ class ActivePoint:
     n_gold: int | None = None
     n_problems: int | None = None
 
-    @property
-    def stated(self) -> bool:
-        """Whether this point states a recall (set from gold, here or packaged)."""
-        return self.source in ("gold", "default") and self.threshold is not None
-
     def as_dict(self) -> dict[str, Any]:
-        return {"judge_version": self.judge_version, "domain": self.domain,
-                "source": self.source, "threshold": self.threshold,
-                "target_recall": self.target_recall, "confidence": self.confidence,
-                "statement": self.statement, "point_id": self.point_id,
-                "gold_sha256": self.gold_sha256, "n_gold": self.n_gold,
-                "n_problems": self.n_problems}
+        return asdict(self)
 
     def flags(self, score: float | None) -> bool | None:
         """Whether the point sends a claim of this flag score to people (None: no score)."""
@@ -205,9 +196,10 @@ def points_by_version(store: Store, versions: Sequence[str], settings: ReviewSet
 
 # -- the guarantee, watched in production ----------------------------------------------------------
 
-#: Strata whose problems the queue caught, and those whose problems it missed.
+#: Strata whose problems the queue caught, and those of the claims it passed (whose problems
+#: it missed; the queue reads them after the flagged ones).
 CAUGHT_STRATA = ("flagged", "judge_error")
-MISSED_STRATA = ("near_threshold", "passed")
+PASSED_STRATA = ("near_threshold", "passed")
 
 
 def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2000,
@@ -235,7 +227,7 @@ def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2
     strata: dict[str, dict[str, Any]] = {}
     outcomes: dict[str, list[int]] = {}
     for item in store.queue_item_rows(row["id"]):
-        if item["kind"] != "claim" or item["stratum"] not in CAUGHT_STRATA + MISSED_STRATA:
+        if item["kind"] != "claim" or item["stratum"] not in CAUGHT_STRATA + PASSED_STRATA:
             continue
         s = strata.setdefault(item["stratum"], {"size": item["stratum_size"], "reviewed": 0,
                                                 "problems": 0})
@@ -248,7 +240,7 @@ def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2
 
     def estimate(rates: dict[str, float]) -> float:
         caught = sum(strata[h]["size"] * rates[h] for h in rates if h in CAUGHT_STRATA)
-        missed = sum(strata[h]["size"] * rates[h] for h in rates if h in MISSED_STRATA)
+        missed = sum(strata[h]["size"] * rates[h] for h in rates if h in PASSED_STRATA)
         return caught / (caught + missed) if caught + missed > 0 else math.nan
 
     out: dict[str, Any] = {
@@ -256,7 +248,7 @@ def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2
         "stated_by": [p.get("point_id") or p.get("source") for p in stated],
         "strata": strata, "recall": None, "ci_low": None, "ci_high": None,
     }
-    reviewed_missed = sum(strata.get(h, {}).get("reviewed", 0) for h in MISSED_STRATA)
+    reviewed_missed = sum(strata.get(h, {}).get("reviewed", 0) for h in PASSED_STRATA)
     reviewed_caught = sum(strata.get(h, {}).get("reviewed", 0) for h in CAUGHT_STRATA)
     if not reviewed_missed or not reviewed_caught:
         out["status"] = "not_estimable"
