@@ -54,6 +54,11 @@ WEIGHTED_METHOD = (EXACT_METHOD + ", with design weights read through the Korn-G
 #: The defaults: catch 90% of the problems, stated with 90% confidence.
 DEFAULT_TARGET_RECALL = 0.9
 DEFAULT_CONFIDENCE = 0.9
+#: The grid of targets and confidences set wherever points are set for later choice (the
+#: points packaged with a head, the points ``judge fit`` sets for its candidate): a team's
+#: ``[review]`` target and confidence then usually find one ready.
+STANDARD_TARGETS = (0.8, 0.85, 0.9, 0.95)
+STANDARD_CONFIDENCES = (0.9, 0.95)
 
 
 class OperatingPoint(ResultModel):

@@ -576,6 +576,17 @@ def fit(
                            holdout=holdout, seed=seed, queue_recall=queue_recall, curve=curve,
                            check_gold=check, from_reviews=gold is None,
                            toward_current=None if shrink is None else shrink == "current")
-    if output is not None:
-        write_config(result, Path(output), adopt)
+        if output is not None and write_config(result, Path(output), adopt) \
+                and result.point_gold is not None:
+            from judge.evaluation.operating import set_points
+            from judge.fitting.operating import point_targets
+
+            rows = set_points(
+                store, result.candidate_version, domain or "", result.point_gold.scores,
+                result.point_gold.problems,
+                {"file": f"judge fit: {result.gold.get('file')} (out of fold)",
+                 "sha256": result.gold.get("sha256")},
+                point_targets(queue_recall), created_by="judge fit",
+                gold_source=f"judge fit of {result.gold.get('file')}, out of fold")
+            result.points_stored = [r["id"] for r in rows]
     return result

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,64 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from calibration.operating_point import set_operating_point  # noqa: E402
+from calibration.operating_point import (  # noqa: E402
+    STANDARD_CONFIDENCES,
+    STANDARD_TARGETS,
+    set_operating_point,
+)
 from judge.evaluation.gold import load_gold  # noqa: E402
 from judge.evaluation.operating import gold_scores  # noqa: E402
 from judge.store import Store  # noqa: E402
 
-TARGETS = (0.8, 0.85, 0.9, 0.95)
-CONFIDENCES = (0.9, 0.95)
+
+def point_entries(scores: Sequence[float], problems: Sequence[bool], domains: Sequence[str]
+                  ) -> tuple[str | None, list[dict[str, Any]]]:
+    """The packaged points (the standard grid of targets and confidences) set on these flag scores,
+    each with the recall, false alarms and load of its threshold per dataset; the method."""
+    method = None
+    entries: list[dict[str, Any]] = []
+    datasets = sorted({d for d in domains if d})
+    for target in STANDARD_TARGETS:
+        for confidence in STANDARD_CONFIDENCES:
+            p = set_operating_point(list(scores), list(problems), target_recall=target,
+                                    confidence=confidence)
+            method = p.method
+            if not p.sufficient:  # too little gold for this target: no point is packaged
+                print(f"skipped: {p.statement()}", file=sys.stderr)
+                continue
+            per: dict[str, Any] = {}
+            for name in datasets:
+                keep = [i for i, d in enumerate(domains) if d == name]
+                flagged = [scores[i] < p.threshold for i in keep]
+                prob = [bool(problems[i]) for i in keep]
+                n_prob = sum(prob)
+                n_sup = len(prob) - n_prob
+                per[name] = {
+                    "n": len(keep), "problems": n_prob,
+                    "recall": round(sum(f for f, q in zip(flagged, prob, strict=True) if q)
+                                    / n_prob, 4) if n_prob else None,
+                    "false_alarm": round(sum(f for f, q in zip(flagged, prob, strict=True)
+                                             if not q) / n_sup, 4) if n_sup else None,
+                    "load": round(sum(flagged) / len(keep), 4),
+                }
+            entries.append({
+                "target_recall": target, "confidence": confidence, "threshold": p.threshold,
+                "sufficient": p.sufficient, "n": p.n, "n_problems": p.n_problems,
+                "gold_misses": p.gold_misses, "miss_bound": p.miss_bound,
+                "gold_recall": p.gold_recall.model_dump(mode="json"),
+                "false_alarm": p.false_alarm.model_dump(mode="json"),
+                "load": p.load.model_dump(mode="json"),
+                "statement": p.statement(), "per_dataset": per,
+            })
+    return method, entries
+
+
+def print_points(data: dict[str, Any]) -> None:
+    for p in data["points"]:
+        print(f"{p['target_recall']:.2f} @ {p['confidence']:.0%}: {p['statement']}")
+        for name, f in p["per_dataset"].items():
+            print(f"    {name}: n {f['n']}, recall {f['recall']}, false alarms "
+                  f"{f['false_alarm']}, load {f['load']}")
 
 
 def points(store: Store, gold_path: Path, version: str, description: str) -> dict[str, Any]:
@@ -48,40 +100,7 @@ def points(store: Store, gold_path: Path, version: str, description: str) -> dic
         "method": None, "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join(sys.argv), "points": [],
     }
-    datasets = sorted({d for d in data.domains if d})
-    for target in TARGETS:
-        for confidence in CONFIDENCES:
-            p = set_operating_point(data.scores, data.problems, target_recall=target,
-                                    confidence=confidence)
-            out["method"] = p.method
-            if not p.sufficient:  # too little gold for this target: no point is packaged
-                print(f"skipped: {p.statement()}", file=sys.stderr)
-                continue
-            per: dict[str, Any] = {}
-            for name in datasets:
-                keep = [i for i, d in enumerate(data.domains) if d == name]
-                s = [data.scores[i] for i in keep]
-                prob = [data.problems[i] for i in keep]
-                flagged = [x < p.threshold for x in s]
-                n_prob = sum(prob)
-                n_sup = len(prob) - n_prob
-                per[name] = {
-                    "n": len(keep), "problems": n_prob,
-                    "recall": round(sum(f for f, q in zip(flagged, prob, strict=True) if q)
-                                    / n_prob, 4) if n_prob else None,
-                    "false_alarm": round(sum(f for f, q in zip(flagged, prob, strict=True)
-                                             if not q) / n_sup, 4) if n_sup else None,
-                    "load": round(sum(flagged) / len(keep), 4),
-                }
-            out["points"].append({
-                "target_recall": target, "confidence": confidence, "threshold": p.threshold,
-                "sufficient": p.sufficient, "n": p.n, "n_problems": p.n_problems,
-                "gold_misses": p.gold_misses, "miss_bound": p.miss_bound,
-                "gold_recall": p.gold_recall.model_dump(mode="json"),
-                "false_alarm": p.false_alarm.model_dump(mode="json"),
-                "load": p.load.model_dump(mode="json"),
-                "statement": p.statement(), "per_dataset": per,
-            })
+    out["method"], out["points"] = point_entries(data.scores, data.problems, data.domains)
     return out
 
 
@@ -101,11 +120,7 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
                            encoding="utf-8")
-    for p in data["points"]:
-        print(f"{p['target_recall']:.2f} @ {p['confidence']:.0%}: {p['statement']}")
-        for name, f in p["per_dataset"].items():
-            print(f"    {name}: n {f['n']}, recall {f['recall']}, false alarms "
-                  f"{f['false_alarm']}, load {f['load']}")
+    print_points(data)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,13 @@ def _print(data: dict[str, Any]) -> None:
                   f"{', below the minimum' if point['below_minimum'] else ''}): balanced "
                   f"accuracy {_pct(point['balanced_accuracy'])}, queue recall "
                   f"{_pct(point['queue_recall'])}, load {_pct(point['queue_load'])}")
+    points = data.get("operating_points")
+    if points:
+        key = f"{data['fit']['queue_recall_target']:.2f}@0.90"
+        out.print(f"review queue of the candidate (out of fold, {points['n']} claims): "
+                  f"{escape(points['points'].get(key, 'no point'))}"
+                  + (f"; {len(points['stored'])} operating points stored for "
+                     f"{escape(data['judge_version'])}" if points.get("stored") else ""))
     verdict = "adopt" if data["recommend_adopt"] else "do not adopt"
     out.print(f"recommendation: [bold]{verdict}[/]"
               + (f" ({escape('; '.join(data['reasons']))})" if data["reasons"] else ""))

@@ -87,3 +87,17 @@ def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall
     return point, row
 
 
+
+
+def set_points(store: Store, judge_version: str, domain: str, scores: list[float],
+               problems: list[bool], gold: dict[str, Any],
+               targets: list[tuple[float, float]], *, created_by: str | None = None,
+               gold_source: str = "") -> list[dict[str, Any]]:
+    """Set and store a point per (target recall, confidence) of ``targets`` from flag scores
+    already computed (``judge fit``'s out-of-fold scores of its candidate); the stored rows."""
+    n = len(scores)
+    data = GoldScores(judge_version, gold, list(scores), list(problems), [1.0] * n,
+                      [domain] * n)
+    return [set_point(store, data, domain=domain, target_recall=t, confidence=c,
+                      created_by=created_by, gold_source=gold_source)[1]
+            for t, c in targets]

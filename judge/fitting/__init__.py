@@ -13,12 +13,15 @@
 - :mod:`~judge.fitting.evaluate`: verdicts of a config on stored scores exactly as the pipeline
   gives them, holdout figures with intervals, the drift report, the adoption rule;
 - :mod:`~judge.fitting.curve`: quality against the number of reviewed claims;
+- :mod:`~judge.fitting.operating`: a fitted head's gold flag scores no fitted head saw, on
+  which the candidate's review-queue operating points are set;
 - :mod:`~judge.fitting.toml`: the fitted judge config as TOML;
 - :mod:`~judge.fitting.run`: :func:`~judge.fitting.run.fit_store`, all of it in order.
 
 May import config, records, verdicts, decide, assembly, models (prompts, identity, and the
 client in replay mode only), store (reading), evaluation (gold, matching, provenance,
-drift's stored-version config), review (gold export), runs.loop, outputs (safe output files)
+drift's stored-version config), review (gold export; triage's forced flags and the queue's
+claim reasons), runs.loop, outputs (safe output files)
 and calibration; never api, cli or service.
 """
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from calibration.operating_point import DEFAULT_CONFIDENCE
 from judge.config import JudgeConfig, judge_version
 from judge.config.probe import ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, FEATURES, DomainRule
@@ -29,6 +30,7 @@ from judge.fitting.evaluate import (
 )
 from judge.fitting.items import FitData, FitItem, load_items
 from judge.fitting.logistic import Fitted
+from judge.fitting.operating import PointGold, point_key, unseen_scores
 from judge.fitting.rules import current_rule, fit_items_rule
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
@@ -62,6 +64,11 @@ class FitResult:
     model_calls: int = 0
     seed: int = 0
     queue_recall: float = 0.9
+    #: a probe head's gold flag scores no fitted head saw: the candidate's operating points
+    #: are set on them when the config is written (:mod:`judge.fitting.operating`)
+    point_gold: PointGold | None = None
+    #: the ids of the operating points stored for the candidate when its config was written
+    points_stored: list[str] = field(default_factory=list)
     #: where the candidate config was written (None: not written, ``not_written`` says why)
     output: str | None = None
     not_written: str | None = None
@@ -84,6 +91,8 @@ class FitResult:
                     "queue_recall_target": self.queue_recall},
             "gold": {**self.gold, "skipped": self.skipped},
             "curve": self.curve,
+            "operating_points": ({**self.point_gold.summary(), "stored": self.points_stored}
+                                 if self.point_gold else None),
             "model_calls": self.model_calls,
             "output": self.output,
             "not_written": self.not_written,
@@ -107,6 +116,10 @@ class FitResult:
                 f"{_pct(h['balanced_accuracy']['candidate'])} (current "
                 f"{_pct(h['balanced_accuracy']['baseline'])}), queue recall "
                 f"{_pct(h['queue_recall']['candidate'])}.")
+        if self.point_gold is not None:
+            key = point_key(self.queue_recall, DEFAULT_CONFIDENCE)
+            header.append("Review queue: " + self.point_gold.statements.get(key, "no point")
+                          + " (out of fold; stored for this version when written).")
         header.append("Adoption rule: " + self.rule + ".")
         header.append(f"Recommendation: {'adopt' if self.recommend_adopt else 'do not adopt'}"
                       + (f" ({'; '.join(self.reasons)})" if self.reasons else "") + ".")
@@ -268,12 +281,19 @@ def fit_and_measure(
     fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
                             prior, origin)
     candidate = candidate_config(data.config, fitted, domain)
+    point_gold = None
+    if isinstance(fitted.model, ProbeHead):
+        point_gold = unseen_scores(
+            fit_items, held, fitted.model, fitted.l2,
+            prior if isinstance(prior, ProbeHead) else None, folds_of(fit_items, seed=seed),
+            queue_recall)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
         candidate_version=version_of(candidate), candidate=candidate, domain=domain,
         fitted=fitted, rule=adoption_rule(queue_recall), gold=data.gold,
         fit_labels=label_counts(fit_items), skipped=dict(data.skipped),
-        model_calls=data.model_calls + extra_calls, seed=seed, queue_recall=queue_recall)
+        model_calls=data.model_calls + extra_calls, seed=seed, queue_recall=queue_recall,
+        point_gold=point_gold)
     if held:
         _measure(result, held, source)
     else:

@@ -162,3 +162,56 @@ def test_a_domain_head_moves_that_domain_and_keeps_the_rest(
         judge_version=after.summary.judge_version)}
     assert rules == {"legal"}
     json.dumps(data)  # the report is JSON
+    # the domain's queue threshold is re-set on the domain's gold, out of fold
+    from judge.config.review import ReviewSettings
+    from judge.review.triage import active_point
+
+    store = Store.open(judged["db"])
+    try:
+        point = active_point(store, data["judge_version"], "legal", ReviewSettings())
+    finally:
+        store.close()
+    assert point.source == "gold" and point.domain == "legal" and point.n_gold == 100
+
+
+def test_a_written_head_brings_its_queue_threshold_set_out_of_fold(
+    judged: dict[str, Any], tmp_path: Path
+) -> None:
+    from calibration.operating_point import set_operating_point
+    from judge.config.review import ReviewSettings
+    from judge.fitting.probe import predict_head
+    from judge.review.triage import active_point
+
+    out = tmp_path / "fitted" / "new.toml"
+    result = fit(judged["gold"], db=judged["db"], output=out)
+    gold = result.point_gold
+    assert gold is not None and len(result.points_stored) == 8  # 4 targets x 2 confidences
+    data = result.to_dict()
+    assert data["operating_points"]["n"] == 100 and data["operating_points"]["stored"]
+    assert "Review queue:" in out.read_text(encoding="utf-8")
+    # the fitted claims' scores come from heads that never saw them, not the fitted head's
+    head = result.fitted.model
+    assert isinstance(head, ProbeHead)
+    store = Store.open(judged["db"])
+    try:
+        point = active_point(store, result.candidate_version, "", ReviewSettings())
+        assert point.source == "gold" and point.threshold is not None
+        expected = set_operating_point(gold.scores, gold.problems, target_recall=0.9,
+                                       confidence=0.9)
+        assert point.threshold == expected.threshold
+        # in-sample support would differ: the point is not set on the fitted head's own scores
+        vectors = np.array([signal_vectors(judged["items"])[i["claim"]]
+                            for i in judged["items"]])
+        in_sample = predict_head(vectors, head)[1][:, 0]
+        assert sorted(np.round(in_sample, 6)) != sorted(np.round(gold.scores, 6))
+        # the same fit without an output stores nothing
+        before = len(store.operating_point_rows())
+    finally:
+        store.close()
+    again = fit(judged["gold"], db=judged["db"])
+    assert again.point_gold is not None and again.points_stored == []
+    store = Store.open(judged["db"])
+    try:
+        assert len(store.operating_point_rows()) == before
+    finally:
+        store.close()
