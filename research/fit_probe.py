@@ -1,9 +1,18 @@
-"""Fit the ``probe`` strategy's head on the *tuning* split only, from stored calls (no model
-call), and report its grouped cross-validated figures per dataset.
+"""Fit the ``probe`` strategy's head from stored calls (no model call), by default on the
+*tuning* split only, and report its grouped cross-validated figures per dataset.
 
     python research/fit_probe.py --db out/probe.db --version VERSION \
-        [--gold research/tuning_subset.jsonl] [--first N] [--name NAME] \
-        [--head judge/config/heads/NAME.json] [--output research/reports/probe_tuning.json]
+        [--gold research/tuning_subset.jsonl [MORE.jsonl ...]] [--first N] [--name NAME] \
+        [--head judge/config/heads/NAME.json] [--output research/reports/probe_tuning.json] \
+        [--operating judge/config/operating/NAME.json]
+
+Several ``--gold`` files are fitted on together (the shipped head since wave 4 is fitted on
+every dev claim: ``gold/eval_all.jsonl research/tuning_subset.jsonl``). ``--operating``
+writes the operating points packaged with the head (:mod:`research.operating_default`'s
+format), set on the claims' *out-of-fold* flag scores (:func:`research.triage.flag_scores`:
+the support score of a head fitted without the claim's fold, ``-inf`` for claims the queue
+takes whatever the score), since a head's scores on the claims it was fitted on would state
+a recall it does not deliver.
 
 VERSION is any ``probe`` judge version that judged the tuning claims (the vectors do not
 depend on the head, so a bootstrap head that scores every label alike collects them). The fit
@@ -18,9 +27,12 @@ the review threshold from the out-of-fold verdicts for 90% queue recall with 95%
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +44,7 @@ sys.path.insert(0, str(ROOT.parent))
 from calibration.stats import wilson_bounds  # noqa: E402
 from judge.decide.probe import read_with  # noqa: E402
 from judge.decide.probe_head import ProbeHead, canonical  # noqa: E402
-from judge.evaluation.gold import load_gold  # noqa: E402
+from judge.evaluation.gold import GoldFile, load_gold  # noqa: E402
 from judge.fitting.items import FitItem, load_items  # noqa: E402
 from judge.fitting.logistic import balanced_accuracy  # noqa: E402
 from judge.fitting.probe import fit_probe_rule, head_out_of_fold  # noqa: E402
@@ -73,21 +85,73 @@ def per_dataset(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: np.n
     return out
 
 
+def gold_about(paths: list[Path], golds: list[GoldFile]) -> dict[str, Any]:
+    """The gold a head was fitted on: one file as before, several with a combined sha256
+    (of the files' sha256s in order)."""
+    if len(paths) == 1:
+        return {"gold": shown_path(paths[0]), "gold_sha256": golds[0].sha256}
+    return {"gold": [shown_path(p) for p in paths],
+            "gold_sha256": hashlib.sha256(
+                "\n".join(g.sha256 for g in golds).encode()).hexdigest(),
+            "gold_sha256s": [g.sha256 for g in golds]}
+
+
+def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: ProbeHead,
+                    version: str, pred: np.ndarray, probs: np.ndarray) -> dict[str, Any]:
+    """Write the packaged operating points of ``head`` set on out-of-fold flag scores."""
+    from research.operating_default import point_entries, print_points
+    from research.triage import flag_scores, load
+
+    data = load(args.db, args.gold, version, ROOT / "tuning_subset.jsonl")
+    if len(data.items) != len(pred):
+        raise SystemExit("--operating: the claims read twice differ (is the store still filling?)")
+    scores = flag_scores(data, np.arange(len(data.items)), pred, probs[:, 0])
+    about = gold_about(args.gold, golds)
+    n = len(data.items)
+    out: dict[str, Any] = {
+        "head": f"builtin:{args.head.stem}" if args.head else args.name,
+        "head_sha256": canonical(head)[1],
+        "judge_version": None,
+        "gold": {"description": f"out-of-fold scores of the {n} dev claims the head was fitted "
+                                "on (10 folds grouped by source)",
+                 "file": about["gold"], "sha256": about["gold_sha256"], "matched": n,
+                 "unscored": 0},
+        "scores_from": f"{version} (vectors), heads fitted without each claim's fold",
+        "method": None, "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv), "points": [],
+    }
+    out["method"], out["points"] = point_entries(scores.tolist(), data.problems.tolist(),
+                                                 data.datasets.tolist())
+    args.operating.parent.mkdir(parents=True, exist_ok=True)
+    args.operating.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
+                              encoding="utf-8")
+    print_points(out)
+    return {"file": shown_path(args.operating), "points": len(out["points"])}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--version", required=True, help="a probe judge version of the run")
-    parser.add_argument("--gold", type=Path, default=ROOT / "tuning_subset.jsonl")
-    parser.add_argument("--first", type=int, help="fit on the first N items of --gold only")
+    parser.add_argument("--gold", type=Path, nargs="+", default=[ROOT / "tuning_subset.jsonl"])
+    parser.add_argument("--first", type=int,
+                        help="fit on the first N items of --gold only (one file)")
     parser.add_argument("--queue-recall", type=float, default=0.9)
     parser.add_argument("--name", default="probe-head")
     parser.add_argument("--head", type=Path, help="write the fitted head file here")
     parser.add_argument("--output", type=Path, help="write the report here")
+    parser.add_argument("--operating", type=Path,
+                        help="write the head's packaged operating points here (out of fold)")
     args = parser.parse_args(argv)
+    if args.first is not None and len(args.gold) > 1:
+        parser.error("--first takes one --gold file")
+    if any("fresh_check" in str(g) for g in args.gold):
+        parser.error("fresh_check.jsonl is held back: never fitted on")
     store = Store.open(args.db)
-    gold = first_items(load_gold(args.gold), args.first)
-    data = load_items(store, gold, args.version)
-    items = data.items
+    golds = [first_items(load_gold(g), args.first) for g in args.gold]
+    loaded = [load_items(store, g, args.version) for g in golds]
+    data = loaded[0]
+    items = [i for d in loaded for i in d.items]
     x = np.vstack([np.asarray(i.vector, dtype=np.float64) for i in items])
     y = np.array([i.y for i in items])
     fold = folds_of(items)
@@ -100,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         **({"gguf_sha256": MODEL_SHA256} if packaged else {}),
         **read_with(data.config),
         "vectors_from": data.version,
-        "fitted_on": {"gold": shown_path(args.gold), "gold_sha256": gold.sha256,
-                      "first": args.first, "labels": data.labels(),
+        "fitted_on": {**gold_about(args.gold, golds), "first": args.first,
+                      "labels": dict(Counter(i.label for i in items)),
                       "datasets": {ds: sum(1 for i in items if i.dataset == ds)
                                    for ds in sorted({i.dataset or "-" for i in items})}},
         "fit": "research/fit_probe.py (judge.fitting.probe.fit_probe_rule), 10-fold CV "
@@ -115,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     cv = figures(y, pred, probs[:, 0], threshold)
     head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
                                {**head.about, "cross_validated": cv}))[0]
-    report = {
-        "gold": shown_path(args.gold), "version": data.version, "n": len(items),
+    report: dict[str, Any] = {
+        "gold": [shown_path(g) for g in args.gold], "version": data.version, "n": len(items),
         "l2": fitted.l2, "review_support_below": threshold,
         "cross_validated_balanced_log_loss": {
             str(k): round(v, 4) for k, v in fitted.cv_balanced_log_loss.items()},
@@ -124,13 +188,15 @@ def main(argv: list[str] | None = None) -> int:
             str(k): round(v, 3) for k, v in fitted.cv_balanced_accuracy.items()},
         "cross_validated": cv,
         "cross_validated_per_dataset": per_dataset(items, y, pred, probs[:, 0], threshold),
-        "skipped": dict(data.skipped),
-        "model_calls": data.model_calls,
+        "skipped": dict(sum((Counter(d.skipped) for d in loaded), Counter())),
+        "model_calls": sum(d.model_calls for d in loaded),
     }
     if args.head:
         args.head.parent.mkdir(parents=True, exist_ok=True)
         args.head.write_text(head.dumps(), encoding="utf-8")
         report["head"] = {"file": shown_path(args.head), "sha256": canonical(head)[1]}
+    if args.operating:
+        report["operating"] = write_operating(args, golds, head, data.version, pred, probs)
     text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)
     if args.output:

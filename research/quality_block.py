@@ -29,6 +29,7 @@ from calibration import max_share_for_load, projected_load
 from calibration.formatting import pct, with_ci
 from judge.verdicts import LABELS
 
+ROOT = Path(__file__).resolve().parents[1]
 QUALITY_START = "<!-- quality:start -->"
 QUALITY_END = "<!-- quality:end -->"
 DETAILS_START = "<!-- quality-details:start -->"
@@ -71,6 +72,44 @@ def _measured(data: dict[str, Any]) -> str:
             f"{data.get('generated_at', '?')[:10]} by `make eval`")
 
 
+def _gold_ids(path: Path) -> set[str]:
+    out: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.add(str(json.loads(line)["id"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+def in_sample_note(data: dict[str, Any], root: Path = ROOT) -> str | None:
+    """When the measured version is the default's and its probe head was fitted on claims of
+    the measured gold file: a line that says so (those figures overstate the judge)."""
+    from judge import version_of
+    from judge.config import JudgeConfig
+    from judge.decide.probe import head_of
+
+    config = JudgeConfig.load()
+    if config.probe_head is None or data.get("judge_version") != version_of(config):
+        return None
+    fitted = head_of(config).about.get("fitted_on") or {}
+    files = fitted.get("gold") or []
+    files = [files] if isinstance(files, str) else list(files)
+    gold = root / str((data.get("gold") or {}).get("file") or "")
+    if not files or not gold.is_file():
+        return None
+    seen = set().union(*(_gold_ids(root / f) for f in files if (root / f).is_file()))
+    measured = _gold_ids(gold)
+    overlap = len(seen & measured)
+    if not overlap:
+        return None
+    return (f"**In sample:** the default head was fitted on {overlap} of these {len(measured)} "
+            f"claims ({', '.join(f'`{f}`' for f in files)}), so these figures overstate it; "
+            "the held-back check of the shipped default is in research/README.md "
+            "(\"fresh_check reads\").")
+
+
 def quality_table(data: dict[str, Any]) -> str:
     """The user README's quality block: one line (judge version, gold file, cost per claim)
     and one table, per dataset and overall."""
@@ -90,6 +129,9 @@ def quality_table(data: dict[str, Any]) -> str:
     for name, figures in sorted((data.get("per_dataset") or {}).items()):
         lines.append(_row(name, figures))
     lines.append(_row("**all**", data))
+    note = in_sample_note(data)
+    if note:
+        lines = [note, "", *lines]
     points = data.get("operating_points") or []
     if points:
         lines += ["", "The queue at its operating point: " + "; ".join(

@@ -57,13 +57,22 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from judge.decide.probe import head_of
 
     configs = Path(__file__).resolve().parents[2] / "research" / "configs"
-    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_first21_context.toml")
+    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_first21_context_all.toml")
     config = JudgeConfig.load()
     assert config.strategy == "probe" and config.probe_head is not None
     assert config.probe_head.file.startswith("builtin:")
     head = head_of(config)  # shipped in the package, with its pinned sha256
     assert head.dim == 1536 and head.about["prompt"] == "probe_claim/v2"
     assert head.about["layers"] == config.probe_layers == 21
+    # fitted on every dev claim, with its review queue's points set out of fold
+    assert head.about["n"] == 1650 and head.about["fitted_on"]["gold"] == [
+        "gold/eval_all.jsonl", "research/tuning_subset.jsonl"]
+    from judge.review.triage import packaged_points
+
+    packaged = packaged_points(config.probe_head.sha256)
+    assert packaged is not None and packaged["gold"]["matched"] == 1650
+    # the head fitted on the tuning split alone stays loadable under its reports' name
+    assert head_of(JudgeConfig.load(configs / "probe_first21_context.toml")).about["n"] == 865
     # the scores profile it replaced stays loadable under the name the reports use
     scores = JudgeConfig.load(configs / "scores_v1_linear_t244_text.toml")
     assert scores.strategy == "scores" and scores.score_model is not None

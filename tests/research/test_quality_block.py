@@ -198,3 +198,17 @@ def test_the_readme_block_gives_the_per_dataset_fits_and_learning_curves(
     assert curve_row.endswith(f"| {last['balanced_accuracy']['value']:.0%} ({last['size']}) |")
     assert main(["--update-readme", str(out_json), "--readme", str(readme)]) == 0
     assert "Learning curve" not in readme.read_text()  # without --fit, no fit tables
+
+
+def test_figures_on_claims_the_default_head_was_fitted_on_are_marked_in_sample() -> None:
+    from judge import version_of
+    from judge.config import JudgeConfig
+    from research.quality_block import in_sample_note
+
+    default = version_of(JudgeConfig.load())
+    data = {"judge_version": default, "gold": {"file": "gold/eval_xl.jsonl"}}
+    note = in_sample_note(data)
+    assert note is not None and "fitted on 358 of these 358 claims" in note
+    # another version, or gold the head never saw, is not marked
+    assert in_sample_note({**data, "judge_version": "x@123456789abc"}) is None
+    assert in_sample_note({**data, "gold": {"file": "gold/regression.jsonl"}}) is None

@@ -258,14 +258,14 @@ def test_a_domain_with_enough_new_reviews_is_proposed_a_head_of_its_own(
 
 
 def test_the_embedded_default_head_comes_with_a_point_for_the_default_target() -> None:
-    """The shipped head's packaged points were set on gold held out from its fit; the one
-    for 0.9 with 90% confidence states what it was set on."""
+    """The shipped head's packaged points were set on scores no fitted head gave the claims it
+    saw (out of fold); the one for 0.9 with 90% confidence states what it was set on."""
     from calibration.operating_point import min_problems
     from judge.config import EMBEDDED_PROFILE
     from judge.review.triage import packaged_points
 
     packaged = packaged_points(EMBEDDED_PROFILE["probe_head"]["sha256"])
-    assert packaged is not None and "held out" in packaged["gold"]["description"]
+    assert packaged is not None and "out-of-fold" in packaged["gold"]["description"]
     point = next(p for p in packaged["points"]
                  if (p["target_recall"], p["confidence"]) == (0.9, 0.9))
     assert 0.0 < point["threshold"] < 1.0
