@@ -407,6 +407,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     ends one is pysbd's decision, so ``U.S.``, ``Oct. 5``, ``5 p.m. on``, ``St. Louis`` do
     not. Closing quotes and brackets right after the terminator belong to the sentence;
     ``3.2``, ``e.g.`` and list markers such as ``1.`` opening a sentence do not end one.
+    A terminator inside a quotation or a full-width parenthesis (``「…」``, ``『…』``,
+    ``“…”``, ``（…）``) ends no sentence unless it ends the quotation: ``他說：「今天很好。明天
+    再說！」`` is one sentence (a quotation left open on its line ends nothing).
     """
     has_latin_stop = any(ch in ".．" for ch in text)
     return _split(text, _pysbd_starts(text) if has_latin_stop else None)
@@ -416,24 +419,59 @@ def passage_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans by the rules alone (no pysbd): what :func:`best_passages` cuts sources
     into. The excerpts the embedded default reads and its fitted rule's features come from
     these passages; changing the cut would change its verdicts, so it stays as fitted."""
-    return _split(text, None)
+    return _split(text, None, quotes=False)
 
 
-def _split(text: str, starts: frozenset[int] | None) -> list[tuple[int, int]]:
+#: Quotation marks and full-width parentheses whose inside is part of the sentence around it.
+_QUOTE_PAIRS = {"「": "」", "『": "』", "“": "”", "﹁": "﹂", "﹃": "﹄", "（": "）"}
+#: A quotation whose closing mark is further than this from a terminator inside it (or on
+#: another line) is taken as left open: the terminator ends the sentence as usual.
+MAX_QUOTE_CHARS = 400
+
+
+def _inside_quote(text: str, open_quotes: list[str], i: int, j: int) -> bool:
+    """Whether the terminator at ``i`` (``text[i:j]`` being it and the terminators and
+    closing marks right after it) stays inside a quotation: one is still open after
+    ``text[i:j]`` and its closing mark follows on the same line. A quotation left open is
+    forgotten (``open_quotes`` emptied)."""
+    still = list(open_quotes)
+    for ch in text[i + 1 : j]:
+        if still and ch == still[-1]:
+            still.pop()
+    if not still:
+        return False
+    line_end = text.find("\n", j)
+    limit = min(len(text) if line_end < 0 else line_end, j + MAX_QUOTE_CHARS)
+    if text.find(still[0], j, limit) >= 0:
+        return True
+    open_quotes.clear()
+    return False
+
+
+def _split(text: str, starts: frozenset[int] | None,
+           quotes: bool = True) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     i, n = 0, len(text)
+    open_quotes: list[str] = []  # the closing marks expected, innermost last
     while i < n:
         ch = text[i]
         cut = -1
+        if quotes and ch in _QUOTE_PAIRS:
+            open_quotes.append(_QUOTE_PAIRS[ch])
+        elif open_quotes and ch == open_quotes[-1]:
+            open_quotes.pop()
         if ch == "\n":
             cut = i
+            open_quotes.clear()
         elif ch in _CJK_STOPS or (ch in _LATIN_STOPS and _latin_stop_ends(text, i, start,
                                                                           starts)):
             j = i + 1
             while j < n and (text[j] in _CJK_STOPS + _LATIN_STOPS or text[j] in _CLOSERS):
                 j += 1
-            cut = j
+            if not (open_quotes and _inside_quote(text, open_quotes, i, j)):
+                cut = j
+                open_quotes.clear()
         if cut >= 0:
             span = _trimmed(text, start, cut)
             if span:
