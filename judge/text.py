@@ -60,6 +60,27 @@ def has_cjk(text: str) -> bool:
     return any(is_cjk(ch) for ch in text)
 
 
+#: Common characters written differently in the two Chinese scripts (the same word, in the
+#: same order): which of the two a text uses tells Traditional from Simplified.
+_HANT = "這們說時會來對後還與國過發點數資據間種實體現開關問題無長從當學應將經產動樣電麼認錯請讓見"
+_HANS = "这们说时会来对后还与国过发点数资据间种实体现开关问题无长从当学应将经产动样电么认错请让见"
+_KANA = re.compile("[\u3040-\u30ff]")
+
+
+def script_lang(text: str) -> str | None:
+    """The language tag of a text's East Asian script, for an HTML ``lang`` attribute (glyph
+    shapes differ between them): ``ja`` with kana, ``zh-Hant`` or ``zh-Hans`` when the
+    characters that differ between the Chinese scripts lean one way, ``zh`` when they do
+    not; None for text without CJK characters."""
+    if not has_cjk(text):
+        return None
+    if _KANA.search(text):
+        return "ja"
+    hant = sum(text.count(ch) for ch in _HANT)
+    hans = sum(text.count(ch) for ch in _HANS)
+    return "zh-Hant" if hant > hans else "zh-Hans" if hans > hant else "zh"
+
+
 @lru_cache(maxsize=8192)
 def _fold(cluster: str) -> str:
     """NFKC + punctuation unification + casefold of one base character with its marks."""
