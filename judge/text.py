@@ -60,6 +60,27 @@ def has_cjk(text: str) -> bool:
     return any(is_cjk(ch) for ch in text)
 
 
+#: Common characters written differently in the two Chinese scripts (the same word, in the
+#: same order): which of the two a text uses tells Traditional from Simplified.
+_HANT = "這們說時會來對後還與國過發點數資據間種實體現開關問題無長從當學應將經產動樣電麼認錯請讓見"
+_HANS = "这们说时会来对后还与国过发点数资据间种实体现开关问题无长从当学应将经产动样电么认错请让见"
+_KANA = re.compile("[\u3040-\u30ff]")
+
+
+def script_lang(text: str) -> str | None:
+    """The language tag of a text's East Asian script, for an HTML ``lang`` attribute (glyph
+    shapes differ between them): ``ja`` with kana, ``zh-Hant`` or ``zh-Hans`` when the
+    characters that differ between the Chinese scripts lean one way, ``zh`` when they do
+    not; None for text without CJK characters."""
+    if not has_cjk(text):
+        return None
+    if _KANA.search(text):
+        return "ja"
+    hant = sum(text.count(ch) for ch in _HANT)
+    hans = sum(text.count(ch) for ch in _HANS)
+    return "zh-Hant" if hant > hans else "zh-Hans" if hans > hant else "zh"
+
+
 @lru_cache(maxsize=8192)
 def _fold(cluster: str) -> str:
     """NFKC + punctuation unification + casefold of one base character with its marks."""
@@ -407,6 +428,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     ends one is pysbd's decision, so ``U.S.``, ``Oct. 5``, ``5 p.m. on``, ``St. Louis`` do
     not. Closing quotes and brackets right after the terminator belong to the sentence;
     ``3.2``, ``e.g.`` and list markers such as ``1.`` opening a sentence do not end one.
+    A terminator inside a quotation or a full-width parenthesis (``「…」``, ``『…』``,
+    ``“…”``, ``（…）``) ends no sentence unless it ends the quotation: ``他說：「今天很好。明天
+    再說！」`` is one sentence (a quotation left open on its line ends nothing).
     """
     has_latin_stop = any(ch in ".．" for ch in text)
     return _split(text, _pysbd_starts(text) if has_latin_stop else None)
@@ -416,24 +440,59 @@ def passage_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans by the rules alone (no pysbd): what :func:`best_passages` cuts sources
     into. The excerpts the embedded default reads and its fitted rule's features come from
     these passages; changing the cut would change its verdicts, so it stays as fitted."""
-    return _split(text, None)
+    return _split(text, None, quotes=False)
 
 
-def _split(text: str, starts: frozenset[int] | None) -> list[tuple[int, int]]:
+#: Quotation marks and full-width parentheses whose inside is part of the sentence around it.
+_QUOTE_PAIRS = {"「": "」", "『": "』", "“": "”", "﹁": "﹂", "﹃": "﹄", "（": "）"}
+#: A quotation whose closing mark is further than this from a terminator inside it (or on
+#: another line) is taken as left open: the terminator ends the sentence as usual.
+MAX_QUOTE_CHARS = 400
+
+
+def _inside_quote(text: str, open_quotes: list[str], i: int, j: int) -> bool:
+    """Whether the terminator at ``i`` (``text[i:j]`` being it and the terminators and
+    closing marks right after it) stays inside a quotation: one is still open after
+    ``text[i:j]`` and its closing mark follows on the same line. A quotation left open is
+    forgotten (``open_quotes`` emptied)."""
+    still = list(open_quotes)
+    for ch in text[i + 1 : j]:
+        if still and ch == still[-1]:
+            still.pop()
+    if not still:
+        return False
+    line_end = text.find("\n", j)
+    limit = min(len(text) if line_end < 0 else line_end, j + MAX_QUOTE_CHARS)
+    if text.find(still[0], j, limit) >= 0:
+        return True
+    open_quotes.clear()
+    return False
+
+
+def _split(text: str, starts: frozenset[int] | None,
+           quotes: bool = True) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     i, n = 0, len(text)
+    open_quotes: list[str] = []  # the closing marks expected, innermost last
     while i < n:
         ch = text[i]
         cut = -1
+        if quotes and ch in _QUOTE_PAIRS:
+            open_quotes.append(_QUOTE_PAIRS[ch])
+        elif open_quotes and ch == open_quotes[-1]:
+            open_quotes.pop()
         if ch == "\n":
             cut = i
+            open_quotes.clear()
         elif ch in _CJK_STOPS or (ch in _LATIN_STOPS and _latin_stop_ends(text, i, start,
                                                                           starts)):
             j = i + 1
             while j < n and (text[j] in _CJK_STOPS + _LATIN_STOPS or text[j] in _CLOSERS):
                 j += 1
-            cut = j
+            if not (open_quotes and _inside_quote(text, open_quotes, i, j)):
+                cut = j
+                open_quotes.clear()
         if cut >= 0:
             span = _trimmed(text, start, cut)
             if span:

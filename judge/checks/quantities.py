@@ -1,7 +1,7 @@
 """The quantity scanner: numbers, percentages, dates, times, versions and identifiers with
 digits, in English and Chinese (full-width digits, Chinese numerals, 萬/億 multipliers), and
 whether a quantity occurs in a piece of evidence. Used by the ``numbers_match`` check.
-Imports only :mod:`judge.text`."""
+Imports only :mod:`judge.text` and :mod:`judge.checks.numerals` (the Chinese numerals)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,21 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from judge.checks.numerals import (
+    ZH_DIGIT,
+    ZH_NUMERAL,
+    ZH_POINT,
+    int_or_chinese,
+    parse_chinese_decimal,
+    parse_chinese_numeral,
+    rest_after_multiplier,
+    roc_year,
+    tenths,
+)
 from judge.text import cached_when_short, normalize
+
+__all__ = ["EvidenceIndex", "Quantity", "extract_quantities", "parse_chinese_numeral",
+           "quantity_in_evidence"]
 
 QuantityKind = Literal["number", "percent", "date", "time", "version", "code"]
 DateParts = tuple[int | None, int | None, int | None]
@@ -111,6 +125,17 @@ _MULTIPLIER_AFTER = re.compile(
 )
 _MULTIPLIERS = {"萬": 1e4, "万": 1e4, "億": 1e8, "亿": 1e8, "千": 1e3, "百": 1e2,
                 "thousand": 1e3, "million": 1e6, "billion": 1e9, "k": 1e3}
+#: the units a bare 半 may halve (``半小時``, ``半年``; not ``半天``, also "a long while")
+_HALF_OF = "小時|小时|個小時|个小时|鐘頭|钟头|個鐘頭|个钟头|分鐘|分钟|秒鐘|秒钟|個月|个月|年"
+_TIME_UNITS = _HALF_OF + "|月|天"
+#: ``個半小時`` after a number: a half and the unit (``個半月``: months)
+_HALF_UNIT = re.compile(rf"[ \t]*[個个]?半[個个]?({_TIME_UNITS})")
+
+
+def _half_unit(half: re.Match[str]) -> _Unit:
+    return _UNITS.get(half.group(1)) or _UNITS["個月"]
+#: ``半`` after a time unit (``兩年半``), not opening a word (``半導體``, ``半夜``)
+_HALF_AFTER = re.compile(r"半(?![導导島岛徑径價价數数場场途夜路山])")
 _RANGE_TO = re.compile(r"[ \t]*(?:-|–|—|~|〜|至|到|to)[ \t]*(?=[-−]?\d)", re.IGNORECASE)
 _ORDINAL = {"st", "nd", "rd", "th"}
 _NUMBER_AT = re.compile(r"[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -139,8 +164,6 @@ _MONTHS = {
         start=1,
     )
 }
-_ZH_DIGIT = "〇零一二兩两三四五六七八九"
-_ZH_NUMERAL = _ZH_DIGIT + "十百千萬万億亿"
 _NOT_BEFORE_NUMBER = r"(?<![A-Za-z0-9_.])"
 
 _SCAN = re.compile(
@@ -156,16 +179,21 @@ _SCAN = re.compile(
         r"(?:,?\s+(?P<e1y>\d{4})(?!\d))?",
         rf"(?<![\d.])(?P<e2d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<e2m>{_MON})\.?"
         r"(?:,?\s+(?P<e2y>\d{4})(?!\d))?",
-        r"(?<![\d.])(?:(?P<zy>\d{4}|[〇零一二三四五六七八九]{4})\s*年\s*)?"
+        r"(?<![\d.])(?:(?:(?P<zy>\d{4}|[〇零一二三四五六七八九]{4})|"
+        rf"(?:民國|民国)\s*(?P<zry>\d{{1,3}}|[{ZH_NUMERAL}]{{1,5}}))\s*年\s*)?"
         r"(?P<zm>\d{1,2}|[一二三四五六七八九十]{1,3})\s*月"
         r"(?:\s*(?P<zd>\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日號号])?",
+        rf"(?:民國|民国)\s*(?P<roc>\d{{1,3}}|[{ZH_NUMERAL}]{{1,5}})\s*年",
         r"(?<![\d:.])(?P<th>[01]?\d|2[0-3]):(?P<tm>[0-5]\d)(?::[0-5]\d)?(?![\d:])",
-        rf"百分之\s*(?P<zp>\d+(?:\.\d+)?|[{_ZH_DIGIT}十百]+)",
+        rf"百分之\s*(?P<zp>\d+(?:\.\d+)?|[{ZH_DIGIT}十百]+(?:[{ZH_POINT}][{ZH_DIGIT}]+)?)",
+        rf"(?<![{ZH_NUMERAL}\d.])(?!八成[是會会就在要])(?P<zc>\d|[{ZH_DIGIT}十])成"
+        rf"(?P<zc2>\d|[{ZH_DIGIT}])?(?![不為为功立長长本員员績绩果就熟效分型形交品])",
         r"(?:版本|版號|版号)\s*[:為为是]?\s*v?(?P<zv>\d+(?:\.\d+)*)",
         r"(?P<word>[A-Za-z_][A-Za-z0-9_]*(?:[.\-:/+@][A-Za-z0-9_]+)*)",
         rf"{_NOT_BEFORE_NUMBER}(?P<dver>\d+(?:\.\d+){{2,}})(?![A-Za-z0-9_]|\.\d)",
         rf"{_NOT_BEFORE_NUMBER}(?P<num>[-−]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)",
-        rf"(?P<zh>(?:第\s*)?[{_ZH_NUMERAL}]+)",
+        rf"(?<![{ZH_NUMERAL}\d])(?P<half>半)(?=[個个]?(?:{_HALF_OF}))",
+        rf"(?P<zh>(?:第\s*)?[{ZH_NUMERAL}]+(?:[{ZH_POINT}][{ZH_DIGIT}]+)?)",
     ]),
     re.IGNORECASE,
 )
@@ -191,64 +219,6 @@ def _fold_width(text: str) -> str:
             ch = "-"
         out.append(ch)
     return "".join(out)
-
-
-@lru_cache(maxsize=1)
-def _cn2an() -> Any:
-    import cn2an  # imported on first use: it takes a third of a second
-
-    return cn2an
-
-
-def parse_chinese_numeral(text: str) -> int | None:
-    """Value of a Chinese numeral (``三`` 3, ``兩`` 2, ``十一`` 11, ``二十三`` 23, ``一百零五``
-    105, ``三萬五千`` 35000, and the spoken forms that leave out the last unit: ``一千五``
-    1500, ``兩萬三`` 23000, ``一百二`` 120, read by cn2an); None when it is not a well-formed
-    numeral (``七八``: two digits in a row say "seven or eight")."""
-    if not text or re.search(r"[一二兩两三四五六七八九][一二兩两三四五六七八九〇零]", text):
-        return None
-    try:
-        value = _cn2an().cn2an(text.replace("兩", "两").replace("〇", "零"), "normal")
-    except (ValueError, KeyError, IndexError, TypeError):
-        return _parse_units(text)  # bare units (百, 千萬) that cn2an does not take
-    return int(value) if float(value).is_integer() else None
-
-
-def _parse_units(text: str) -> int | None:
-    """The unit-by-unit reading, for what cn2an refuses."""
-    digits = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "兩": 2, "两": 2}
-    small = {"十": 10, "百": 100, "千": 1000}
-    big = {"萬": 10**4, "万": 10**4, "億": 10**8, "亿": 10**8}
-    total = section = 0
-    digit: int | None = None
-    for ch in text:
-        if ch in digits:
-            if digit:  # two non-zero digits in a row
-                return None
-            digit = digits[ch]
-        elif ch in small:
-            section += (1 if digit is None else digit) * small[ch]
-            digit = None
-        elif ch in big:
-            section += digit or 0
-            if not section:
-                return None
-            total += section * big[ch]
-            section, digit = 0, None
-        else:
-            return None
-    return total + section + (digit or 0)
-
-
-def _int_or_zh(text: str | None) -> int | None:
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    if len(text) == 4 and all(c in "〇零一二三四五六七八九" for c in text):
-        return int("".join(str("〇一二三四五六七八九".index(c.replace("零", "〇")))
-                           for c in text))
-    return parse_chinese_numeral(text)
 
 
 def _valid_date(y: int | None, m: int | None, d: int | None) -> bool:
@@ -318,7 +288,12 @@ def _on_dates(scan: _Scan, m: re.Match[str]) -> int | None:
             return _date(scan, m, [(int(year) if year else None, month,
                                     int(day) if day else None)])
     if g("zm"):
-        return _date(scan, m, [(_int_or_zh(g("zy")), _int_or_zh(g("zm")), _int_or_zh(g("zd")))])
+        year = roc_year(g("zry")) if g("zry") else int_or_chinese(g("zy"))
+        return _date(scan, m, [(year, int_or_chinese(g("zm")), int_or_chinese(g("zd")))])
+    if g("roc"):
+        if (year := roc_year(g("roc"))) is not None:
+            scan.add(m.start(), m.end(), "number", value=float(year), unit="year")
+        return m.end()
     if g("th"):
         scan.add(m.start(), m.end(), "time", name=f"{int(g('th')):02d}:{g('tm')}")
         return m.end()
@@ -370,10 +345,17 @@ def _number_at(scan: _Scan, start: int, end: int, raw: str) -> tuple[int, Quanti
     if mult := _MULTIPLIER_AFTER.match(text, end):
         value *= _MULTIPLIERS[mult.group(1).lower()]
         end = mult.end()
+        if rest := rest_after_multiplier(text, end, mult.group(1)):
+            value, end = value + rest[0], rest[1]
     unit = None
-    if u := _UNIT_AFTER.match(text, end):
+    if half := _HALF_UNIT.match(text, end):  # 1個半小時: one and a half hours
+        unit, value, end = _half_unit(half), value + 0.5, half.end()
+    elif u := _UNIT_AFTER.match(text, end):
         unit = _UNITS[re.sub(r"\s+", " ", u.group(1).lower())]
         end = u.end()
+    if unit is not None and (half := _HALF_AFTER.match(text, end)) and (
+            unit.dimension in ("time", "month", "year")):  # 兩年半: two and a half years
+        value, end = value + 0.5, half.end()
     surface = scan.original[start:end].strip()
     if unit and unit.dimension == "percent":
         return end, Quantity("percent", surface, value=value, unit="%")
@@ -407,15 +389,24 @@ def _on_chinese_numeral(scan: _Scan, m: re.Match[str]) -> int:
     raw = m.group("zh")
     ordinal = raw.startswith("第")
     digits = raw.removeprefix("第").strip()
-    value = parse_chinese_numeral(digits)
+    value = parse_chinese_decimal(digits)
     unit_m = _ZH_UNIT_AFTER.match(scan.text, m.end())
+    half = _HALF_UNIT.match(scan.text, m.end())  # 一個半小時
+    unit = _UNITS[unit_m.group(1)] if unit_m else None
+    end = unit_m.end() if unit_m else m.end()
+    after = _HALF_AFTER.match(scan.text, end) if unit is not None and unit.dimension in (
+        "time", "month", "year") else None  # 兩年半
     compound = len(digits) > 1 and any(c in "十百千萬万億亿" for c in digits) and (
         digits[0] not in "百千萬万億亿")
-    if value is None or digits == "一" or not (ordinal or unit_m or compound):
+    if value is None or (digits == "一" and not (half or after)) or not (
+            ordinal or unit_m or compound):
         return m.end()
-    end = unit_m.end() if unit_m else m.end()
-    unit = _UNITS[unit_m.group(1)].canonical if unit_m else None
-    scan.add(m.start(), end, "number", value=float(value), unit=unit)
+    if half:
+        unit, value, end = _half_unit(half), value + 0.5, half.end()
+    elif after:
+        value, end = value + 0.5, after.end()
+    assert value is not None
+    scan.add(m.start(), end, "number", value=value, unit=unit.canonical if unit else None)
     return end
 
 
@@ -428,9 +419,13 @@ def _on_match(scan: _Scan, m: re.Match[str]) -> int:
     g = m.group
     if g("zp"):
         zp = g("zp")
-        value = float(zp) if zp[0].isdigit() else parse_chinese_numeral(zp)
+        value = float(zp) if zp[0].isdigit() else parse_chinese_decimal(zp)
         if value is not None:
             scan.add(m.start(), m.end(), "percent", value=float(value), unit="%")
+        return m.end()
+    if g("zc"):
+        if (tenth := tenths(g("zc"), g("zc2"))) is not None:
+            scan.add(m.start(), m.end(), "percent", value=tenth, unit="%")
         return m.end()
     if g("zv"):
         scan.add(m.start(), m.end(), "version", version=_version_parts(g("zv")))
@@ -442,6 +437,12 @@ def _on_match(scan: _Scan, m: re.Match[str]) -> int:
         return m.end()
     if g("num"):
         return _on_number(scan, m)
+    if g("half"):  # 半小時: half an hour
+        unit_m = _HALF_UNIT.match(scan.text, m.start())
+        assert unit_m is not None
+        scan.add(m.start(), unit_m.end(), "number", value=0.5,
+                 unit=_half_unit(unit_m).canonical)
+        return unit_m.end()
     return _on_chinese_numeral(scan, m)
 
 
@@ -451,11 +452,12 @@ def extract_quantities(text: str) -> list[Quantity]:
     texts up to 4,000 characters (claims and evidence are checked more than once).
 
     Recognised: integers, decimals, thousands separators (``1,000``), multipliers (``10k``,
-    ``1.5萬``), negative numbers, ranges (``3–5 天`` → 3 天 and 5 天), percentages (``61%``,
-    ``百分之六十一``), units (ms, s, min, h, MB, GB, km, kg, °C, 次, 天, 個, 筆, 分鐘, 小時,
-    歲, 年, 元, tokens …), dates (``2026-01-01``, ``2026/1/1``, ``1/2/2026`` (both readings),
-    ``Jan 1 2026``, ``1 January 2026``, ``2026年1月1日``, ``三月五日``; the year inside a date is
-    not counted again), times (``10:30``), versions (``v1.2``, ``1.2.3``, ``Python 3.11``,
+    ``1.5萬``, ``1萬5千``), negative numbers, ranges (``3–5 天`` → 3 天 and 5 天), halves
+    (``1個半小時``, ``兩年半``, ``半小時``), percentages (``61%``, ``百分之六十一點五``, ``三成``),
+    units (ms, s, min, h, MB, GB, km, kg, °C, 次, 天, 個, 筆, 分鐘, 小時, 歲, 年, 元, tokens …),
+    dates (``2026-01-01``, ``2026/1/1``, ``1/2/2026`` (both readings), ``Jan 1 2026``,
+    ``1 January 2026``, ``2026年1月1日``, ``三月五日``, ``民國115年1月1日``; the year inside a
+    date is not counted again), times (``10:30``), versions (``v1.2``, ``1.2.3``, ``Python 3.11``,
     ``HTTP/2``, ``版本 6.3``, ``6.3 版``), identifiers with digits (``qwen3.5:9b``), and Chinese
     numerals as described in :func:`_on_chinese_numeral`. List markers at line start
     (``1.``, ``-``, ``一、``) and JSON paths (``$.metrics[2]``) are ignored; citation markers

@@ -13,6 +13,7 @@ from calibration.plots import reliability
 from judge.evaluation.calibrate import CalibrationOutcome
 from judge.runs.summary import RunSummary
 from judge.store import Store
+from judge.text import script_lang
 
 #: Thresholds a calibration gate understands besides :func:`calibration.check_thresholds`'s:
 #: the zero-tolerance validity gate, as counts.
@@ -163,6 +164,12 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _lang(text: str) -> str:
+    """`` lang="zh-Hant"`` (one of a few fixed tags) for a cell of Chinese or Japanese text."""
+    tag = script_lang(text)
+    return f' lang="{tag}"' if tag else ""
+
+
 def _watch_html(watch: dict[str, Any] | None) -> list[str]:
     if not watch:
         return []
@@ -236,7 +243,8 @@ def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and co
                                        else "")
             support = "—" if w["support"] is None else f"{w['support']:.2f}"
             parts.append(
-                f"<tr><td class=\"rationale\">{_esc(w['claim'])}<br><span class=\"muted\">"
+                f"<tr><td class=\"rationale\"{_lang(w['claim'])}>{_esc(w['claim'])}<br>"
+                f"<span class=\"muted\">"
                 f"{_esc(w['gold_id'])}</span></td><td class=\"l\">{_esc(w['direction'])}</td>"
                 f"<td class=\"l\">{_esc(gold)}</td><td class=\"l\">{_esc(said)}</td>"
                 f"<td>{support}</td><td class=\"rationale\">{_esc(w['judge_rationale'] or '')}"

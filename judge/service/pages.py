@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from judge.review.aliases import person
 from judge.review.blind import visible_counts, visible_items
@@ -39,6 +40,7 @@ from judge.service.settings import ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import excerpts, item_view, segments
 from judge.store import Store
+from judge.text import script_lang
 from judge.verdicts import LABELS
 
 router = APIRouter(include_in_schema=False)
@@ -47,6 +49,17 @@ env = Environment(
     loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
     trim_blocks=True, lstrip_blocks=True,
 )
+
+
+def lang_attr(text: str | None) -> Markup:
+    """`` lang="zh-Hant"`` (``zh-Hans``, ``zh``, ``ja``) for an element holding Chinese or
+    Japanese text, so the browser picks the script's glyphs and fonts (the page itself is
+    ``lang="en"``); empty for other text. The tag is one of a fixed few, never input."""
+    tag = script_lang(text or "")
+    return Markup(f' lang="{tag}"') if tag else Markup("")
+
+
+env.globals["lang"] = lang_attr
 
 LABEL_KEYS = {"supported": "1", "contradicted": "2", "not_in_source": "3", "not_verifiable": "4"}
 SUBTYPE_KEYS = {

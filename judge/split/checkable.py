@@ -57,10 +57,16 @@ _DECLARATIVE = re.compile(
 )
 _CJK_DECLARATIVE = re.compile(
     r"是|有|為|为|於|于|位於|成立|發布|发布|發佈|推出|包含|支援|支持|需要|提供|增加|減少|减少|"
-    r"導致|导致|採用|采用|屬於|属于|約|约|會|会|能|必須|必须|將|将|已|曾|可")
+    r"導致|导致|採用|采用|屬於|属于|約|约|會|会|能|必須|必须|將|将|已|曾|可|"
+    # negated and adjectival predicates: 資料無法說明…, 並未…, 模型很重要, 比…快
+    r"無法|无法|不|沒|没|未|很|非常|比|較|较|最")
 _CJK_NOT_A_STATEMENT = re.compile(
     r"^\W*(?:建議|建议|請|请|可以考慮|可以考虑|不妨|記得|记得|務必|务必|希望|謝謝|谢谢|祝|"
-    r"您好|你好|歡迎|欢迎|如果您|如果你|我認為|我认为|我覺得|我觉得)")
+    r"您好|你好|歡迎|欢迎|如果您|如果你|我認為|我认为|我覺得|我觉得|"
+    r"不客氣|不客气|不用謝|不用谢|沒問題|没问题|沒關係|没关系|很高興|很高兴|很抱歉|抱歉|"
+    r"對不起|对不起|不好意思)")
+#: a latin word with a capital inside Chinese text names something (``Python``, ``SQLite``)
+_LATIN_NAME = re.compile(r"(?<![A-Za-z])(?!OK\b|Hi\b)[A-Za-z]*[A-Z][A-Za-z]*")
 #: lowercase words after which a capital is a sentence start, not a name
 _SENTENCE_OPENERS = re.compile(r"[.!?:;\"'“(\[—–-]\s*$")
 
@@ -92,7 +98,10 @@ def checkable_reason(text: str, cites: bool = False) -> str | None:
     if _CJK.search(plain):
         if _CJK_NOT_A_STATEMENT.search(plain):
             return None
-        return "it makes a statement" if _CJK_DECLARATIVE.search(plain) else None
+        if _CJK_DECLARATIVE.search(plain):
+            return "it makes a statement"
+        latin = _LATIN_NAME.search(plain)  # mixed text: 「Python 很流行」 names Python
+        return f"it names {latin.group()!r}" if latin else None
     name = _named_entity(plain)
     if name is not None:
         return f"it names {name!r}"
