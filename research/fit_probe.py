@@ -45,9 +45,9 @@ from calibration.stats import wilson_bounds  # noqa: E402
 from judge.decide.probe import read_with  # noqa: E402
 from judge.decide.probe_head import ProbeHead, canonical  # noqa: E402
 from judge.evaluation.gold import GoldFile, load_gold  # noqa: E402
-from judge.fitting.items import FitItem, load_items  # noqa: E402
+from judge.fitting.items import FitData, FitItem, load_items  # noqa: E402
 from judge.fitting.logistic import balanced_accuracy  # noqa: E402
-from judge.fitting.probe import fit_probe_rule, head_out_of_fold  # noqa: E402
+from judge.fitting.probe import fit_probe_rule  # noqa: E402
 from judge.fitting.split import folds_of  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
@@ -97,14 +97,14 @@ def gold_about(paths: list[Path], golds: list[GoldFile]) -> dict[str, Any]:
 
 
 def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: ProbeHead,
-                    version: str, pred: np.ndarray, probs: np.ndarray) -> dict[str, Any]:
+                    loaded: FitData, items: list[FitItem], pred: np.ndarray, probs: np.ndarray
+                    ) -> dict[str, Any]:
     """Write the packaged operating points of ``head`` set on out-of-fold flag scores."""
     from research.operating_default import point_entries, print_points
-    from research.triage import flag_scores, load
+    from research.triage import data_of, flag_scores
 
-    data = load(args.db, args.gold, version, ROOT / "tuning_subset.jsonl")
-    if len(data.items) != len(pred):
-        raise SystemExit("--operating: the claims read twice differ (is the store still filling?)")
+    version = loaded.version
+    data = data_of(items, loaded.config, version, {}, set())
     scores = flag_scores(data, np.arange(len(data.items)), pred, probs[:, 0])
     about = gold_about(args.gold, golds)
     n = len(data.items)
@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     fitted = fit_probe_rule(x, y, fold, args.queue_recall, about=about)
     head = fitted.model
     assert isinstance(head, ProbeHead)
-    pred, probs = head_out_of_fold(x, y, fold, fitted.l2)
+    assert fitted.out_of_fold is not None
+    pred, probs = fitted.out_of_fold
     threshold = fitted.review_support_below
     cv = figures(y, pred, probs[:, 0], threshold)
     head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         args.head.write_text(head.dumps(), encoding="utf-8")
         report["head"] = {"file": shown_path(args.head), "sha256": canonical(head)[1]}
     if args.operating:
-        report["operating"] = write_operating(args, golds, head, data.version, pred, probs)
+        report["operating"] = write_operating(args, golds, head, data, items, pred, probs)
     text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)
     if args.output:

@@ -143,9 +143,8 @@ def _print(data: dict[str, Any]) -> None:
                   f"{_pct(point['queue_recall'])}, load {_pct(point['queue_load'])}")
     points = data.get("operating_points")
     if points:
-        key = f"{data['fit']['queue_recall_target']:.2f}@0.90"
         out.print(f"review queue of the candidate (out of fold, {points['n']} claims): "
-                  f"{escape(points['points'].get(key, 'no point'))}"
+                  f"{escape(points['statement'])}"
                   + (f"; {len(points['stored'])} operating points stored for "
                      f"{escape(data['judge_version'])}" if points.get("stored") else ""))
     verdict = "adopt" if data["recommend_adopt"] else "do not adopt"

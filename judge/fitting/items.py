@@ -207,10 +207,7 @@ def load_items(
         if row["label"] == "judge_error":
             data.skipped["judge_error verdict (no scores)"] += 1
             continue
-        claim = Claim(id=row["claim_id"], answer_id=row["answer_id"], index=row["idx"],
-                      text=row["claim"], citations=row["citations"], origin=row["origin"],
-                      is_abstention=row["is_abstention"])
-        todo.append((m.entry, row, record, claim, tag))
+        todo.append((m.entry, row, record, claim_of(row), tag))
     scored = run_sync(_score_all(strategy, [(t[2], t[3]) for t in todo]))
     for (entry, row, record, claim, tag), result in zip(todo, scored, strict=True):
         if result is None:
@@ -239,6 +236,13 @@ def load_items(
             f"{len(todo)} gold claims in scope: the stored calls were made for other "
             "excerpts or prompts (the code or prompt templates changed since), or failed")
     return data
+
+
+def claim_of(row: dict[str, Any]) -> Claim:
+    """The claim of a stored verdict row (:meth:`judge.store.Store.verdict_rows`)."""
+    return Claim(id=row["claim_id"], answer_id=row["answer_id"], index=row["idx"],
+                 text=row["claim"], citations=row["citations"], origin=row["origin"],
+                 is_abstention=row["is_abstention"])
 
 
 async def _score_all(

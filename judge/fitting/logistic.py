@@ -193,6 +193,9 @@ class Fitted:
     shrunk_toward_current: bool = False
     #: the L2 strengths tried (None: the linear rule's grid)
     lambdas: tuple[float, ...] | None = None
+    #: a probe head's out-of-fold (labels, probabilities) at the chosen strength, on the folds
+    #: it was fitted with (None: the linear rule)
+    out_of_fold: tuple[Any, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -111,4 +111,4 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
                                info))[0]
     return Fitted(head, lam, queue["review_support_below"], (f"h{head.dim}",), len(y), cv_loss,
                   cv_acc, queue, shrunk_toward_current=prior is not None,
-                  lambdas=tuple(lambdas))
+                  lambdas=tuple(lambdas), out_of_fold=oof[lam])

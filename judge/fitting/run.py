@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from calibration.operating_point import DEFAULT_CONFIDENCE
 from judge.config import JudgeConfig, judge_version
 from judge.config.probe import ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, FEATURES, DomainRule
@@ -30,7 +29,7 @@ from judge.fitting.evaluate import (
 )
 from judge.fitting.items import FitData, FitItem, load_items
 from judge.fitting.logistic import Fitted
-from judge.fitting.operating import PointGold, point_key, unseen_scores
+from judge.fitting.operating import PointGold, unseen_scores
 from judge.fitting.rules import current_rule, fit_items_rule
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
@@ -91,7 +90,8 @@ class FitResult:
                     "queue_recall_target": self.queue_recall},
             "gold": {**self.gold, "skipped": self.skipped},
             "curve": self.curve,
-            "operating_points": ({**self.point_gold.summary(), "stored": self.points_stored}
+            "operating_points": ({**self.point_gold.summary(), "stored": self.points_stored,
+                                  "statement": self.point_gold.statement(self.queue_recall)}
                                  if self.point_gold else None),
             "model_calls": self.model_calls,
             "output": self.output,
@@ -117,8 +117,7 @@ class FitResult:
                 f"{_pct(h['balanced_accuracy']['baseline'])}), queue recall "
                 f"{_pct(h['queue_recall']['candidate'])}.")
         if self.point_gold is not None:
-            key = point_key(self.queue_recall, DEFAULT_CONFIDENCE)
-            header.append("Review queue: " + self.point_gold.statements.get(key, "no point")
+            header.append("Review queue: " + self.point_gold.statement(self.queue_recall)
                           + " (out of fold; stored for this version when written).")
         header.append("Adoption rule: " + self.rule + ".")
         header.append(f"Recommendation: {'adopt' if self.recommend_adopt else 'do not adopt'}"
@@ -282,11 +281,9 @@ def fit_and_measure(
                             prior, origin)
     candidate = candidate_config(data.config, fitted, domain)
     point_gold = None
-    if isinstance(fitted.model, ProbeHead):
-        point_gold = unseen_scores(
-            fit_items, held, fitted.model, fitted.l2,
-            prior if isinstance(prior, ProbeHead) else None, folds_of(fit_items, seed=seed),
-            queue_recall)
+    if isinstance(fitted.model, ProbeHead) and fitted.out_of_fold is not None:
+        point_gold = unseen_scores(fit_items, held, fitted.model,
+                                   fitted.out_of_fold[1][:, 0], queue_recall)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
         candidate_version=version_of(candidate), candidate=candidate, domain=domain,
