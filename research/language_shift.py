@@ -39,7 +39,7 @@ from judge import version_of  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
 from judge.decide.probe import ProbeStrategy, head_of  # noqa: E402
 from judge.evaluation.gold import load_gold  # noqa: E402
-from judge.fitting.items import _score_all, load_items  # noqa: E402
+from judge.fitting.items import _score_all, claim_of, load_items  # noqa: E402
 from judge.fitting.logistic import balanced_accuracy  # noqa: E402
 from judge.fitting.probe import predict_head  # noqa: E402
 from judge.models.client import ModelClient  # noqa: E402
@@ -47,7 +47,7 @@ from judge.models.prompts import prompts_dir  # noqa: E402
 from judge.review.triage import packaged_points  # noqa: E402
 from judge.runs.loop import run_sync  # noqa: E402
 from judge.store import Store  # noqa: E402
-from judge.verdicts import LABELS, Claim  # noqa: E402
+from judge.verdicts import LABELS  # noqa: E402
 
 OCNLI = {"zh-Hans": ROOT / "ocnli_tuning.jsonl", "zh-Hant": ROOT / "ocnli_tuning.zh-tw.jsonl"}
 THREE = [LABELS.index(k) for k in ("supported", "contradicted", "not_in_source")]
@@ -64,10 +64,7 @@ def run_vectors(db: Path, config: JudgeConfig, version: str) -> dict[str, np.nda
             record = store.answer_record(row["answer_id"])
             if record is None or row["label"] == "judge_error":
                 continue
-            claim = Claim(id=row["claim_id"], answer_id=row["answer_id"], index=row["idx"],
-                          text=row["claim"], citations=row["citations"], origin=row["origin"],
-                          is_abstention=row["is_abstention"])
-            pairs.append((record, claim))
+            pairs.append((record, claim_of(row)))
             domains.append(record.domain or "")
         scored = run_sync(_score_all(strategy, pairs))
     finally:

@@ -25,7 +25,6 @@ texts, e.g. ``U盘`` -> ``隨身碟``) and a few are converted wrongly (``境内
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -35,7 +34,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from make_subset import CHECK_PERCENT, SPLIT_SALT, group_of, part_of  # noqa: E402
+from make_subset import (  # noqa: E402
+    CHECK_PERCENT,
+    SPLIT_SALT,
+    group_of,
+    part_of,
+    write_or_check,
+)
 
 SOURCE = ROOT.parent / "gold" / "external" / "ocnli.dev.jsonl"
 SEED = 20261203
@@ -49,12 +54,13 @@ def read() -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def converter() -> Any:
+def converter() -> tuple[Any, str]:
+    """OpenCC's converter for :data:`OPENCC_CONFIG` and OpenCC's version."""
     try:
         import opencc
     except ImportError as exc:  # a dev dependency: pip install -e '.[dev]'
         raise SystemExit("research/make_ocnli.py needs OpenCC: pip install opencc") from exc
-    return opencc.OpenCC(OPENCC_CONFIG)
+    return opencc.OpenCC(OPENCC_CONFIG), getattr(opencc, "__version__", "?")
 
 
 def traditional(item: dict[str, Any], cc: Any) -> dict[str, Any]:
@@ -79,10 +85,8 @@ def draw(items: list[dict[str, Any]], part: str, seed: int) -> list[dict[str, An
 
 
 def render() -> dict[Path, str]:
-    import opencc
-
     items = read()
-    cc = converter()
+    cc, opencc_version = converter()
     parts = {part: [i for i in items if part_of("ocnli", group_of(i["id"])) == part]
              for part in ("tuning", "check")}
     out: dict[Path, str] = {}
@@ -93,7 +97,7 @@ def render() -> dict[Path, str]:
                   "group": "the premise (id.split(':')[1])"},
         "seed": SEED, "per_label": PER_LABEL,
         "traditional": {"converter": f"OpenCC {OPENCC_CONFIG}",
-                        "opencc_version": getattr(opencc, "__version__", "?")},
+                        "opencc_version": opencc_version},
         "parts": {}, "files": {},
     }
     targets = {"check": ROOT.parent / "gold" / "ocnli_check",
@@ -118,23 +122,7 @@ def render() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="verify the outputs instead of writing them")
-    args = parser.parse_args(argv)
-    outputs = render()
-    if args.check:
-        stale = [str(p) for p, text in outputs.items()
-                 if not p.exists() or p.read_text(encoding="utf-8") != text]
-        if stale:
-            print("out of date: " + ", ".join(stale), file=sys.stderr)
-            return 1
-        print("OCNLI split and draws are up to date")
-        return 0
-    for path, text in outputs.items():
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT.parent)}")
-    return 0
+    return write_or_check(argv, __doc__, render, "OCNLI split and draws are up to date")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import hashlib
 import json
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -205,24 +206,31 @@ def _pretty(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def write_or_check(argv: list[str] | None, doc: str,
+                   render_outputs: Callable[[], dict[Path, str]], up_to_date: str) -> int:
+    """The command line of a script that writes generated files: write them, or with
+    ``--check`` verify them (exit 1 naming the stale ones)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="verify the outputs instead of writing them")
     args = parser.parse_args(argv)
-    outputs = render()
+    outputs = render_outputs()
     if args.check:
         stale = [str(p) for p, text in outputs.items()
                  if not p.exists() or p.read_text(encoding="utf-8") != text]
         if stale:
             print("out of date: " + ", ".join(stale), file=sys.stderr)
             return 1
-        print("gold subset and splits are up to date")
+        print(up_to_date)
         return 0
     for path, text in outputs.items():
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT.parent)}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_or_check(argv, __doc__, render, "gold subset and splits are up to date")
 
 
 if __name__ == "__main__":

@@ -72,23 +72,16 @@ def _measured(data: dict[str, Any]) -> str:
             f"{data.get('generated_at', '?')[:10]} by `make eval`")
 
 
-def _gold_ids(path: Path) -> set[str]:
-    out: set[str] = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.add(str(json.loads(line)["id"]))
-            except (ValueError, KeyError, TypeError):
-                continue
-    return out
-
-
 def in_sample_note(data: dict[str, Any], root: Path = ROOT) -> str | None:
     """When the measured version is the default's and its probe head was fitted on claims of
     the measured gold file: a line that says so (those figures overstate the judge)."""
     from judge import version_of
     from judge.config import JudgeConfig
     from judge.decide.probe import head_of
+    from judge.evaluation.gold import load_gold
+
+    def ids(path: Path) -> set[str]:
+        return {e.item.id for e in load_gold(path).entries}
 
     config = JudgeConfig.load()
     if config.probe_head is None or data.get("judge_version") != version_of(config):
@@ -99,8 +92,8 @@ def in_sample_note(data: dict[str, Any], root: Path = ROOT) -> str | None:
     gold = root / str((data.get("gold") or {}).get("file") or "")
     if not files or not gold.is_file():
         return None
-    seen = set().union(*(_gold_ids(root / f) for f in files if (root / f).is_file()))
-    measured = _gold_ids(gold)
+    seen = set().union(*(ids(root / f) for f in files if (root / f).is_file()))
+    measured = ids(gold)
     overlap = len(seen & measured)
     if not overlap:
         return None

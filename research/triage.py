@@ -173,6 +173,12 @@ def load(db: Path, gold_paths: Sequence[Path], version: str, tuning: Path) -> Da
         about["model_calls"] = about.get("model_calls", 0) + data.model_calls
     assert config is not None
     about["skipped"] = dict(about["skipped"])
+    return data_of(items, config, found_version, about, tuning_ids)
+
+
+def data_of(items: list[FitItem], config: Any, version: str, about: dict[str, Any],
+            tuning_ids: set[str]) -> Data:
+    """:class:`Data` of fit items already loaded (``config``: the version's judge config)."""
     x = np.vstack([np.asarray(i.vector, dtype=np.float64) for i in items])
     y = np.array([i.y for i in items])
     program = [[r for r in claim_reasons(i.row) if not r.startswith(MODEL_REASONS)]
@@ -186,7 +192,7 @@ def load(db: Path, gold_paths: Sequence[Path], version: str, tuning: Path) -> Da
         stored_review=np.array([bool(i.row.get("review")) for i in items]),
         strength_below=float(config.review_strength_below),
         support_below=float(config.review_support_below),
-        version=found_version, about=about)
+        version=version, about=about)
 
 
 # -- fitting ----------------------------------------------------------------------------------
