@@ -12,6 +12,9 @@ Everything here works the same for English and for Traditional or Simplified Chi
   ``p.m.``, ``St.``); :func:`passage_sentences` is the older splitter that the passages
   behind the excerpts and the fitted rule's features (:func:`best_passages`) keep using, so
   the embedded default sees what its rule was fitted on.
+
+Which characters are CJK and which script or language a text is in live in
+:mod:`judge.language` (re-exported here: :func:`is_cjk`, :func:`has_cjk`, :func:`script_lang`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ import unicodedata
 from collections.abc import Callable
 from functools import lru_cache, wraps
 from typing import Any, TypeVar
+
+from judge.language import CJK_CLASS as CJK_CLASS
+from judge.language import has_cjk as has_cjk
+from judge.language import is_cjk as is_cjk
+from judge.language import script_lang as script_lang
 
 T = TypeVar("T")
 
@@ -38,47 +46,7 @@ _PUNCT: dict[str, str] = {
     "〜": "~", "⋯": "...", "︙": "...", "・": "·", "‧": "·", "•": "·",
 }
 
-_CJK_RANGES: tuple[tuple[int, int], ...] = (
-    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F),
-    (0x3040, 0x30FF), (0x3007, 0x3007),
-)
-
-#: Character class (for regular expressions) of the CJK characters :func:`is_cjk` accepts.
-CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u3007\U00020000-\U0002fa1f"
-
 MIN_QUOTE_CHARS = 2
-
-
-def is_cjk(ch: str) -> bool:
-    """True for CJK ideographs (incl. 〇) and Japanese kana: scripts written without spaces."""
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
-
-
-def has_cjk(text: str) -> bool:
-    """True when the text contains any CJK ideograph or kana (the Chinese prompt applies)."""
-    return any(is_cjk(ch) for ch in text)
-
-
-#: Common characters written differently in the two Chinese scripts (the same word, in the
-#: same order): which of the two a text uses tells Traditional from Simplified.
-_HANT = "這們說時會來對後還與國過發點數資據間種實體現開關問題無長從當學應將經產動樣電麼認錯請讓見"
-_HANS = "这们说时会来对后还与国过发点数资据间种实体现开关问题无长从当学应将经产动样电么认错请让见"
-_KANA = re.compile("[\u3040-\u30ff]")
-
-
-def script_lang(text: str) -> str | None:
-    """The language tag of a text's East Asian script, for an HTML ``lang`` attribute (glyph
-    shapes differ between them): ``ja`` with kana, ``zh-Hant`` or ``zh-Hans`` when the
-    characters that differ between the Chinese scripts lean one way, ``zh`` when they do
-    not; None for text without CJK characters."""
-    if not has_cjk(text):
-        return None
-    if _KANA.search(text):
-        return "ja"
-    hant = sum(text.count(ch) for ch in _HANT)
-    hans = sum(text.count(ch) for ch in _HANS)
-    return "zh-Hant" if hant > hans else "zh-Hans" if hans > hant else "zh"
 
 
 @lru_cache(maxsize=8192)

@@ -6,10 +6,12 @@ program locates the source excerpts that best cover it (as ``scores`` does, with
 :data:`PROBE_EXCERPT_CHARS`), the model reads one short prompt (``probe_claim``) in one forward
 pass and generates nothing, and the program takes the last token's hidden state (stored with
 the call as float16) and applies the config's head (:mod:`judge.decide.probe_head`, fitted on
-human gold by ``judge fit`` or research/fit_probe.py). The label is the head's most probable
-one; ``support`` is its P(supported), which drives the review queue
-(``review_support_below``); the evidence is the located excerpts, checked like any other. No
-model-reported confidence: the probabilities are the head's, computed by the program.
+human gold by ``judge fit`` or research/fit_probe.py); a head with a language offset first
+subtracts the offset of the language the probe reads (:func:`probe_text`, the claim and its
+excerpts; :func:`judge.language.read_language`). The label is the head's most probable one;
+``support`` is its P(supported), which drives the review queue (``review_support_below``);
+the evidence is the located excerpts, checked like any other. No model-reported confidence:
+the probabilities are the head's, computed by the program.
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ def probe_prompt(config: JudgeConfig, root: Any, record: AnswerRecord, claim: Cl
     prompt = render("probe_claim", config.prompts["probe_claim"], root, claim=claim.text,
                     excerpts=excerpt_data(located), context=said_before(record.question))
     return located, prompt
+
+
+def probe_text(claim: str, located: list[Evidence]) -> str:
+    """What the probe reads of a claim, for telling its language: the claim and the excerpts
+    the program located for it (the prompt's fixed English wording and the question's last
+    turn are left out: they are there for every claim, or missing for most)."""
+    return "\n".join([claim, *(e.quote or "" for e in located)])
 
 
 def head_of(config: JudgeConfig) -> ProbeHead:
@@ -191,12 +200,13 @@ class ProbeStrategy(PerClaim):
 
 def decide_probe(config: JudgeConfig, head: ProbeHead, claim: Claim, located: list[Evidence],
                  vector: np.ndarray, call: str) -> Decision:
-    """The program's part: the head's probabilities and the decision. Pure, so replay and
-    ``judge fit`` decide stored vectors exactly as the pipeline does. A vector the head cannot
-    read (another model's) fails closed."""
+    """The program's part: the head's probabilities (after the language offset of what the
+    probe read, when the head has one) and the decision. Pure, so replay and ``judge fit``
+    decide stored vectors exactly as the pipeline does. A vector the head cannot read
+    (another model's) fails closed."""
     version = config.prompts["probe_claim"]
     try:
-        row = head.probabilities(vector)[0]
+        row = head.probabilities(vector, [probe_text(claim.text, located)])[0]
     except ProbeHeadError as exc:
         return Decision(claim, None, f"probe head ({version}): {exc}; fail closed", [call])
     probs = {label: float(p) for label, p in zip(head.labels, row, strict=True)}

@@ -9,12 +9,19 @@ changed file is refused. Heads shipped with the package live in ``judge/config/h
 are named ``builtin:<name>``; ``builtin:uniform`` reads no number and gives every label the
 same probability (every claim goes to review): the head to collect a new model's vectors
 with, before ``judge fit`` learns one from them.
+
+A head may also hold a language offset (``shift``, :class:`LanguageShift`): for a claim the
+probe reads as a language the head has an offset for (by the rule the head names,
+:data:`judge.language.LANGUAGE_RULES`), the offset is subtracted from the vector before the
+standardisation. The offset is part of the file, so of its sha256 and of the judge version.
+A head without one is written and read exactly as before.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from judge.language import LANGUAGE_RULES
 from judge.verdicts import LABELS
 
 #: Where the heads shipped with the package are (``builtin:<name>`` → ``<name>.json``).
@@ -36,8 +44,42 @@ class ProbeHeadError(ValueError):
 
 
 @dataclass(frozen=True)
+class LanguageShift:
+    """Per-language offsets of the hidden state: a vector of a text read as language ``L``
+    (by ``rule``, an id of :data:`judge.language.LANGUAGE_RULES`) becomes
+    ``vector - offsets[L]``; other vectors are left as they are. ``about`` says where the
+    offsets come from (files and their sha256, the judge version that read them)."""
+
+    rule: str
+    offsets: dict[str, np.ndarray]
+    about: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def language(self, text: str) -> str | None:
+        """The language ``text`` reads as, by the head's rule (None: no offset of its own)."""
+        return LANGUAGE_RULES[self.rule](text)
+
+    def apply(self, x: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """``x`` (n x dim) with each row's offset subtracted, ``texts[i]`` being what the
+        probe read for row ``i``."""
+        if len(texts) != x.shape[0]:
+            raise ProbeHeadError(f"{x.shape[0]} vectors but {len(texts)} texts read")
+        out = np.array(x, dtype=np.float64)
+        for i, text in enumerate(texts):
+            offset = self.offsets.get(self.language(text) or "")
+            if offset is not None:
+                out[i] -= offset
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "about": self.about,
+                "offsets": {k: _floats(v) for k, v in sorted(self.offsets.items())}}
+
+
+@dataclass(frozen=True)
 class ProbeHead:
-    """``P(label | vector) = softmax(((vector - mean) / scale) @ coef.T + intercept)``."""
+    """``P(label | vector) = softmax(((vector' - mean) / scale) @ coef.T + intercept)``, where
+    ``vector'`` is the vector minus the language offset of the text read (``shift``), if
+    any."""
 
     labels: tuple[str, ...]
     mean: np.ndarray
@@ -45,12 +87,15 @@ class ProbeHead:
     coef: np.ndarray  # labels x dim, standardised units
     intercept: np.ndarray  # labels
     about: dict[str, Any] = field(default_factory=dict, compare=False)
+    shift: LanguageShift | None = field(default=None, compare=False)
 
     @property
     def dim(self) -> int:
         return int(self.mean.size)
 
-    def logits(self, vectors: np.ndarray) -> np.ndarray:
+    def logits(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
+        """The labels' logits of each vector; ``texts``: what the probe read for each
+        (:func:`judge.decide.probe.probe_text`), required by a head with a language shift."""
         x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
         if self.dim == 0:  # the uniform head (builtin:uniform) reads no number
             out: np.ndarray = np.tile(self.intercept, (x.shape[0], 1))
@@ -59,17 +104,24 @@ class ProbeHead:
             raise ProbeHeadError(
                 f"the head reads vectors of {self.dim} numbers, the model gave {x.shape[1]} "
                 "(a head fits one model: fit one for this model with 'judge fit')")
+        if self.shift is not None:
+            if texts is None:
+                raise ProbeHeadError(
+                    "this head shifts vectors by the language read: give the text the probe "
+                    "read for each vector (judge.decide.probe.probe_text)")
+            x = self.shift.apply(x, texts)
         logits: np.ndarray = ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
         return logits
 
-    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
-        s = self.logits(vectors)
+    def probabilities(self, vectors: np.ndarray, texts: Sequence[str] | None = None
+                      ) -> np.ndarray:
+        s = self.logits(vectors, texts)
         s -= s.max(1, keepdims=True)
         p = np.exp(s)
         return p / p.sum(1, keepdims=True)  # type: ignore[no-any-return]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "format": FORMAT,
             "labels": list(self.labels),
             "dim": self.dim,
@@ -79,6 +131,9 @@ class ProbeHead:
             "intercept": _floats(self.intercept),
             "coef": [_floats(row) for row in self.coef],
         }
+        if self.shift is not None:
+            out["shift"] = self.shift.as_dict()
+        return out
 
     def dumps(self) -> str:
         """The head file's text (deterministic: the same head gives the same bytes)."""
@@ -107,7 +162,23 @@ def from_dict(data: dict[str, Any]) -> ProbeHead:
     if np.any(scale <= 0) or not all(np.all(np.isfinite(a)) for a in (mean, scale, coef,
                                                                         intercept)):
         raise ProbeHeadError("head holds non-finite numbers or a non-positive scale")
-    return ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}))
+    shift = shift_from(data["shift"], dim) if "shift" in data else None
+    return ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}), shift)
+
+
+def shift_from(data: Any, dim: int) -> LanguageShift:
+    """A head file's ``shift`` block, checked: a known rule, one offset of ``dim`` finite
+    numbers per language."""
+    if not isinstance(data, dict) or not isinstance(data.get("offsets"), dict):
+        raise ProbeHeadError("a head's shift block needs a rule and offsets by language")
+    rule = str(data.get("rule"))
+    if rule not in LANGUAGE_RULES:
+        raise ProbeHeadError(f"the head's shift names the language rule {rule!r}, which this "
+                             f"version does not know (known: {', '.join(LANGUAGE_RULES)})")
+    offsets = {str(k): np.asarray(v, dtype=np.float64) for k, v in data["offsets"].items()}
+    if any(v.shape != (dim,) or not np.all(np.isfinite(v)) for v in offsets.values()):
+        raise ProbeHeadError(f"a head's language offsets must be {dim} finite numbers each")
+    return LanguageShift(rule, offsets, dict(data.get("about") or {}))
 
 
 def head_path(file: str, base: Path | None = None) -> Path:

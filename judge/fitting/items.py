@@ -23,7 +23,7 @@ from typing import Any
 
 from judge.config import JudgeConfig
 from judge.decide.linear import features
-from judge.decide.probe import ProbeStrategy
+from judge.decide.probe import ProbeStrategy, probe_text
 from judge.decide.scores import ScoresStrategy
 from judge.evaluation.calibrate import check_provenance, pick_version, resolve_version
 from judge.evaluation.drift import version_config
@@ -67,6 +67,11 @@ class FitItem:
     @property
     def y(self) -> int:
         return LABELS.index(self.label)
+
+    @property
+    def read(self) -> str:
+        """What the probe read of the claim, for its language (:func:`probe_text`)."""
+        return probe_text(self.claim.text, self.located)
 
 
 @dataclass

@@ -71,7 +71,8 @@ def unseen_scores(fit_items: Sequence[FitItem], held: Sequence[FitItem], head: P
     support = [float(v) for v in out_of_fold_support]
     if held:
         _, probs = predict_head(
-            np.vstack([np.asarray(i.vector, dtype=np.float64) for i in held]), head)
+            np.vstack([np.asarray(i.vector, dtype=np.float64) for i in held]), head,
+            [i.read for i in held])
         support += probs[:, 0].tolist()
     items = [*fit_items, *held]
     scores = [_flag_score(i.row, s) for i, s in zip(items, support, strict=True)]

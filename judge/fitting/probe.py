@@ -8,6 +8,10 @@ Without a prior the features are standardised on the fitting claims and the pena
 toward 0. With a prior head (a domain's head shrunk toward the default head) the prior's
 standardisation is kept and the penalty pulls toward its weights, over stronger strengths
 too: at the strongest the domain keeps the prior's weights and refits only its intercepts.
+
+A language shift (:class:`judge.decide.probe_head.LanguageShift`, the offsets of the head that
+decides the claims now) is kept, not fitted: the vectors are shifted by it before the fit and
+the fitted head carries it, so it decides new claims the way it was fitted.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from judge.decide.options import TIE_ORDER
-from judge.decide.probe_head import ProbeHead, canonical
+from judge.decide.probe_head import LanguageShift, ProbeHead, canonical
 from judge.fitting.logistic import (
     Fitted,
     balanced_accuracy,
@@ -58,11 +62,13 @@ def fit_head(x: np.ndarray, y: np.ndarray, lam: float, prior: ProbeHead | None =
     return canonical(head)[0]
 
 
-def predict_head(x: np.ndarray, head: ProbeHead) -> tuple[np.ndarray, np.ndarray]:
+def predict_head(x: np.ndarray, head: ProbeHead, texts: Sequence[str] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """(label indexes in :data:`LABELS` order, probabilities per label, column 0 =
     P(supported)), deciding as :func:`judge.decide.probe.decide_probe` does (exact ties go
-    to the earliest of TIE_ORDER)."""
-    probs = head.probabilities(x)
+    to the earliest of TIE_ORDER); ``texts``: what the probe read for each vector
+    (:attr:`judge.fitting.items.FitItem.read`), needed by a head with a language shift."""
+    probs = head.probabilities(x, texts)
     order = [head.labels.index(label) for label in LABELS]
     probs = probs[:, order]
     best = probs.max(1, keepdims=True)
@@ -94,11 +100,17 @@ def choose_head(x: np.ndarray, y: np.ndarray, fold: Sequence[int], prior: ProbeH
 
 def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_recall: float = 0.9,
                    prior: ProbeHead | None = None, about: dict[str, Any] | None = None,
-                   lambdas: Sequence[float] | None = None) -> Fitted:
+                   lambdas: Sequence[float] | None = None, shift: LanguageShift | None = None,
+                   texts: Sequence[str] | None = None) -> Fitted:
     """The whole fit, as :func:`judge.fitting.logistic.fit_rule` does it for the linear
     rule: the L2 strength by grouped cross-validation, the head on every item, the review
-    threshold on the out-of-fold verdicts."""
+    threshold on the out-of-fold verdicts. ``shift``: the language offsets the head keeps,
+    applied to ``x`` first (``texts``: what the probe read for each vector)."""
     x = np.asarray(x, dtype=np.float64)
+    if shift is not None:
+        if texts is None:
+            raise ValueError("a fit that keeps a language shift needs the texts read")
+        x = shift.apply(x, texts)
     if lambdas is None:
         lambdas = PRIOR_HEAD_LAMBDAS if prior is not None else HEAD_LAMBDAS
     lam, head, oof, cv_loss = choose_head(x, y, fold, prior, lambdas)
@@ -108,7 +120,7 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
             "review_support_below": queue["review_support_below"],
             "shrunk_toward": (prior.about.get("name") if prior is not None else None)}
     head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
-                               info))[0]
+                               info, shift))[0]
     return Fitted(head, lam, queue["review_support_below"], (f"h{head.dim}",), len(y), cv_loss,
                   cv_acc, queue, shrunk_toward_current=prior is not None,
                   lambdas=tuple(lambdas), out_of_fold=oof[lam])

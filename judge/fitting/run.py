@@ -30,7 +30,7 @@ from judge.fitting.evaluate import (
 from judge.fitting.items import FitData, FitItem, load_items
 from judge.fitting.logistic import Fitted
 from judge.fitting.operating import PointGold, unseen_scores
-from judge.fitting.rules import current_rule, fit_items_rule
+from judge.fitting.rules import current_rule, fit_items_rule, kept_shift
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
@@ -277,8 +277,9 @@ def fit_and_measure(
     names = rule_features(data.config, domain)
     prior = current_rule(data.config, domain) if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
+    shift = kept_shift(data.config, domain)
     fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
-                            prior, origin)
+                            prior, origin, shift)
     candidate = candidate_config(data.config, fitted, domain)
     point_gold = None
     if isinstance(fitted.model, ProbeHead) and fitted.out_of_fold is not None:
@@ -303,7 +304,7 @@ def fit_and_measure(
         result.curve = learning_curve(
             fit_items, held, names, lambda f: candidate_config(data.config, f, domain),
             seed=seed, queue_recall=queue_recall, prior=prior,
-            read_with=origin)
+            read_with=origin, shift=shift)
     return result
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import numpy as np
+
 from judge.assembly.signals import apply_signals
 from judge.config import DEFAULT_MODEL, EMBEDDED_PROFILE, JudgeConfig
 from judge.records import AnswerRecord
@@ -57,7 +59,8 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from judge.decide.probe import head_of
 
     configs = Path(__file__).resolve().parents[2] / "research" / "configs"
-    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_first21_context_all.toml")
+    assert JudgeConfig.load() == JudgeConfig.load(
+        configs / "probe_first21_context_all_zh_shift.toml")
     config = JudgeConfig.load()
     assert config.strategy == "probe" and config.probe_head is not None
     assert config.probe_head.file.startswith("builtin:")
@@ -71,6 +74,16 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
 
     packaged = packaged_points(config.probe_head.sha256)
     assert packaged is not None and packaged["gold"]["matched"] == 1650
+    # head v5 is head v4 with a Chinese language offset, and v4's points carried over
+    v4 = JudgeConfig.load(configs / "probe_first21_context_all.toml")
+    assert v4.probe_head is not None and head_of(v4).shift is None
+    assert head.shift is not None and set(head.shift.offsets) == {"zh"}
+    assert all(np.array_equal(a, b) for a, b in zip(
+        (head.mean, head.scale, head.coef, head.intercept),
+        (head_of(v4).mean, head_of(v4).scale, head_of(v4).coef, head_of(v4).intercept),
+        strict=True))
+    old = packaged_points(v4.probe_head.sha256)
+    assert old is not None and old["points"] == packaged["points"]
     # the head fitted on the tuning split alone stays loadable under its reports' name
     assert head_of(JudgeConfig.load(configs / "probe_first21_context.toml")).about["n"] == 865
     # the scores profile it replaced stays loadable under the name the reports use

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 FILES = {
-    "judge/config/profiles/embedded.toml": f"{QWEN}@42706893ca0c",
+    "judge/config/profiles/embedded.toml": f"{QWEN}@fb584ae0a396",
     "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
     "research/configs/fit_per_domain.toml": f"{QWEN}@ed6e7fa4c5d8",
     "research/configs/fit_per_domain_first244_preliminary.toml": f"{QWEN}@2fc1035b2655",
@@ -32,6 +32,7 @@ FILES = {
     "research/configs/probe_first21.toml": f"{QWEN}@c9a43dd3a8cd",
     "research/configs/probe_first21_context.toml": f"{QWEN}@2f54a94d6f11",
     "research/configs/probe_first21_context_all.toml": f"{QWEN}@42706893ca0c",
+    "research/configs/probe_first21_context_all_zh_shift.toml": f"{QWEN}@fb584ae0a396",
     "research/configs/probe_v1.toml": f"{QWEN}@326cd9733150",
     "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
     "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
@@ -126,7 +127,7 @@ def test_every_config_file_is_pinned() -> None:
 
 def test_the_defaults_keep_their_version_ids() -> None:
     assert version_of(JudgeConfig()) == f"{QWEN}@7046a89609f7"
-    assert version_of(load_config(None)) == f"{QWEN}@42706893ca0c"
+    assert version_of(load_config(None)) == f"{QWEN}@fb584ae0a396"
     assert version_of(JudgeConfig.model_validate(BASE)) == BASE_ID
 
 

@@ -215,3 +215,37 @@ def test_a_written_head_brings_its_queue_threshold_set_out_of_fold(
         assert len(store.operating_point_rows()) == before
     finally:
         store.close()
+
+
+def test_a_fit_keeps_the_language_shift_of_the_head_deciding_now(tmp_path: Path) -> None:
+    """The current head subtracts a Chinese offset; ``judge fit`` fits on the shifted vectors
+    of the Chinese claims and the head it writes carries the same offset."""
+    from judge.decide.probe_head import LanguageShift
+    from judge.language import LANGUAGE_RULE
+
+    items = gold_items(100)
+    for k, item in enumerate(items):  # Chinese claims and sources
+        item["claim"] = f"第 {k} 號橋於 {1900 + k} 年啟用。"
+        item["sources"] = [{"id": "S1", "text": f"紀錄：第 {k} 號橋於 {1900 + k} 年啟用，"
+                                                f"歷時 {k % 7 + 2} 年。"}]
+    pull = np.zeros(DIM)
+    pull[4:] = 3.0  # what reading Chinese adds to every vector
+    clean = signal_vectors(items)
+    install_vectors({c: list(np.asarray(v) + pull) for c, v in clean.items()})
+    current = says_supported()
+    shift = LanguageShift(LANGUAGE_RULE, {"zh": pull}, {"from": "test"})
+    shifted = ProbeHead(current.labels, current.mean, current.scale, current.coef,
+                        current.intercept, current.about, shift)
+    gold = write_gold(tmp_path / "gold.jsonl", items)
+    config = probe_toml(tmp_path, head_file(tmp_path, shifted, "current-head.json"))
+    eval_gold(gold, config=config, db=tmp_path / "judge.db")
+    out = tmp_path / "fitted.toml"
+    result = fit(gold, db=tmp_path / "judge.db", output=out, holdout=0.0)
+    assert result.model_calls == 0
+    fitted = JudgeConfig.load(out).probe_head
+    assert fitted is not None
+    head = load_head(fitted.file, fitted.sha256)
+    assert head.shift is not None and np.array_equal(head.shift.offsets["zh"], pull)
+    # standardised on the shifted vectors: the pull (3 on numbers 4 to 11) is gone
+    x = np.array(list(clean.values()))
+    assert np.allclose(head.mean, x.mean(0), atol=0.01)  # float16 vectors
