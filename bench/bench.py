@@ -15,6 +15,9 @@ and its cl100k tokens (chat framing and the JSON schema sent included):
 4. ``ray``: the Ray executor with 1 and 2 workers (200 answers at 200 ms).
 5. ``embedded``: the embedded model's seconds per claim, ``probe`` (the default) beside
    ``scores``, and peak memory (``--embedded``; slow).
+6. ``end_to_end``: answers judged end to end, split included, on ``make run``'s sample and
+   on 100 Factcheck-GPT answers, with and without the speed settings, with each step's model
+   time and the peak RSS (``--end-to-end``, :mod:`end_to_end`; very slow).
 
 First of all, ``judge --help`` wall time (the target is under 0.5 s: the CLI imports no
 store, scipy or litellm to start), median of 5 runs in fresh processes; then the CPU seconds
@@ -504,6 +507,9 @@ def main() -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"comma-separated, of {', '.join(SECTIONS)}")
     parser.add_argument("--embedded", action="store_true", help="also time the embedded model")
+    parser.add_argument("--end-to-end", action="store_true",
+                        help="also judge answers end to end, split included, on the embedded "
+                             "model (bench/end_to_end.py; slow)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args()
     bench_help()
@@ -526,6 +532,10 @@ def main() -> None:
                  "scale": bench_scale, "ray": bench_ray}[section](mock, peer, tmp, figures)
         if args.embedded:
             bench_embedded(peer, tmp, figures)
+    if args.end_to_end:
+        import end_to_end
+
+        figures["end_to_end"] = end_to_end.main([])
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, default=str) + "\n")
 

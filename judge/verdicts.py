@@ -58,7 +58,7 @@ class Claim(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
     #: ``uncovered``: a sentence the split neither claimed nor skipped for an accepted reason,
     #: judged as it stands (flagged for review)
-    origin: Literal["given", "split", "unsplit", "uncovered"] = "split"
+    origin: Literal["given", "split", "unsplit", "uncovered", "sentence"] = "split"
     is_abstention: bool = False
 
 

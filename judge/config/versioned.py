@@ -130,6 +130,15 @@ class VersionedSettings(BaseModel):
     #: ``max_tokens``; else, and for given claims, split and verify are separate calls. A
     #: sentence the call leaves uncovered is verified in a second call (judge.decide.one_call).
     one_call: Annotated[bool, Neutral(False)] = False
+    #: an answer whose sentences are all atomic (judge.split.atomic: one checkable statement,
+    #: nothing joined, no pronoun, short) is not sent to the split: each sentence is a claim
+    #: as it stands (origin "sentence"). Any other answer is split by the model as before.
+    split_atomic: Annotated[bool, Neutral(False)] = False
+    #: with a provider that keeps a KV cache (the embedded one): every structured call (the
+    #: split above all) is evaluated on top of its prompt's fixed instructions, evaluated
+    #: once per process and reused (judge.models.shared_prefix, split point fixed by the
+    #: prompt, so an output never depends on what ran before). Part of each call's identity.
+    reuse_instructions: Annotated[bool, Neutral(False)] = False
     #: "probe": the head that maps the hidden state to the labels (file and sha256).
     probe_head: Annotated[ProbeHeadRef | None, Neutral(None)] = None
     #: "probe" with the embedded provider: read the hidden state after the model's first N

@@ -91,11 +91,19 @@ class ModelClient(EmbeddingCalls):
     # -- identity -----------------------------------------------------------------------
 
     def params(self) -> dict[str, Any]:
-        return {
+        """A structured call's parameters, part of its identity. ``reuse_instructions`` with
+        a provider that keeps a KV cache adds ``shared_prefix = "instructions"``: the runtime
+        evaluates the call on top of its prompt's fixed instructions
+        (judge.models.shared_prefix), which can change the numbers slightly."""
+        params: dict[str, Any] = {
             "temperature": self.config.temperature,
             "seed": self.config.seed,
             "max_tokens": self.config.max_tokens,
         }
+        provider = provider_for(self.config.model)
+        if self.config.reuse_instructions and provider is not None and provider.shared_prefix:
+            params["shared_prefix"] = "instructions"
+        return params
 
     def choice_params(self, shared_prefix: bool = False) -> dict[str, Any]:
         """``shared_prefix``: the prompt shares its excerpts with the other claims of its

@@ -416,8 +416,11 @@ class _Runtime:
         self._prefix = PrefixCache(self._call)
 
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:
-        if request.get("shared_prefix"):
-            return self._prefix.chat({k: v for k, v in request.items() if k != "shared_prefix"})
+        mode = request.get("shared_prefix")
+        if mode:
+            rest = {k: v for k, v in request.items() if k != "shared_prefix"}
+            return (self._prefix.instructions(rest) if mode == "instructions"
+                    else self._prefix.chat(rest))
         self._prefix.forget()
         return self._call("handle_chat_completions",
                           {**request, "cache_prompt": self.info.prompt_cache})

@@ -18,6 +18,13 @@ text again, which makes llama.cpp evaluate its last token once more; this is don
 the first time included, so the cache holds the same numbers whatever came before. A claim's
 scores are then a function of its prompt only (asserted by a test that asks in two orders).
 
+A request flagged ``shared_prefix = "instructions"`` (any generation call, the split above
+all, with ``reuse_prefix`` on) has one level only: the fixed instructions, the system message
+up to the line that names the request's frame token (or the whole system message when it
+names none). The slot is cut back to exactly that text before each such request, so the
+instructions are evaluated once per process and a request's output is still a function of
+its prompt alone.
+
 The text of a level is the model's chat template applied by hand (ChatML, Qwen2.5's); a
 request with other roles, or a cut that does not line up with the runtime's tokens (checked
 on every cut), is evaluated whole from an empty cache instead, as unflagged requests are.
@@ -61,6 +68,24 @@ def levels(messages: list[dict[str, Any]]) -> Levels | None:
     return Levels(common=head + user[:first], shared=head + user[: end + 1])
 
 
+def instructions(messages: list[dict[str, Any]]) -> str | None:
+    """The fixed instructions of a system + user request in ChatML: the system message up to
+    the line holding its frame token (which changes with every request), else the whole
+    system message and the user turn's opening; ``None`` when the request does not have that
+    shape or nothing would be left before the cut."""
+    if len(messages) != 2 or [m.get("role") for m in messages] != ["system", "user"]:
+        return None
+    system = messages[0].get("content")
+    if not isinstance(system, str) or not isinstance(messages[1].get("content"), str):
+        return None
+    head = f"<|im_start|>system\n{system}"
+    at = system.find(BOUNDARY_PREFIX)
+    if at < 0:
+        return head + "<|im_end|>\n<|im_start|>user\n"
+    cut = system.rfind("\n", 0, at) + 1
+    return head[: len(head) - len(system) + cut] if cut > 0 else None
+
+
 class PrefixCache:
     """The state of the runtime's one slot, as far as the shared-prefix levels go. Used under
     the runtime's call lock only."""
@@ -84,6 +109,29 @@ class PrefixCache:
         if "error" in result:
             self.forget()
         return result
+
+    def instructions(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run a request flagged ``"instructions"`` on top of its fixed instructions, the slot
+        cut back to exactly them first (see the module docstring)."""
+        common = instructions(request.get("messages") or [])
+        if common is None or not self._cut_to(common):
+            self.forget()
+            return self._call("handle_chat_completions", {**request, "cache_prompt": False})
+        self._shared = None  # the slot now holds this request after the instructions
+        result = self._call("handle_chat_completions", {**request, "cache_prompt": True})
+        if "error" in result:
+            self.forget()
+        return result
+
+    def _cut_to(self, common: str) -> bool:
+        """Leave the slot holding exactly ``common`` with its last token evaluated once more
+        (evaluated from an empty cache first when the slot holds other instructions)."""
+        if self._common != common:
+            self._shared = None
+            if self._evaluate(common, cached=False) is None:
+                return False
+            self._common = common
+        return self._evaluate(common) == 1
 
     def _prepare(self, found: Levels) -> bool:
         """Leave the slot holding exactly ``found.shared`` with its last token evaluated once

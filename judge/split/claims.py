@@ -5,7 +5,9 @@ Given claims (``claims`` in the answer record) are used as given, never re-split
 sentences by the program (citations inside the text attach to the sentences they cover), and
 the model splits the numbered sentences into claims. A split that fails, finds no claim in a
 non-empty answer, or gives more claims than the bound, gives one ``unsplit`` claim holding the
-whole answer, which becomes a ``judge_error`` verdict (fail closed).
+whole answer, which becomes a ``judge_error`` verdict (fail closed). With ``split_atomic``, an
+answer whose sentences are all atomic (:mod:`judge.split.atomic`) is not sent to the model:
+each sentence is a claim as it stands (origin ``sentence``).
 
 The split is checked for coverage: from ``split_claims`` v2 on every sentence must give a
 claim or be skipped with a reason (greeting, question, advice, filler). The program accepts a
@@ -41,6 +43,7 @@ from judge.models.prompts import render
 from judge.models.schemas import SplitOutput, SplitOutputV2
 from judge.records import AnswerRecord, Citation
 from judge.split.abstention import looks_like_abstention
+from judge.split.atomic import all_atomic
 from judge.split.checkable import GROUNDED_SHARE, checkable_reason, grounding
 from judge.split.citations import Sentence, segment_answer
 from judge.split.faithful import uncovered_content, unfaithful
@@ -205,6 +208,10 @@ class Splitter:
             given = [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims]
             return Split(make_claims(answer_id, given, origin="given"))
         texts, kept = self.sentences(record)
+        if self.config.split_atomic and 0 < len(kept) <= bound and all_atomic(
+                texts, [bool(s.citations and not s.inherited) for s in kept]):
+            specs = [(s.text.strip(), s.citations, looks_like_abstention(s.text)) for s in kept]
+            return Split(make_claims(answer_id, specs, origin="sentence"))
         version = self.config.prompts["split_claims"]
         coverage = uses_coverage(version)
         prompt = render(

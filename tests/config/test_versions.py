@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 FILES = {
-    "judge/config/profiles/embedded.toml": f"{QWEN}@fb584ae0a396",
+    "judge/config/profiles/embedded.toml": f"{QWEN}@e9558d3c5f06",
     "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
     "research/configs/fit_per_domain.toml": f"{QWEN}@ed6e7fa4c5d8",
     "research/configs/fit_per_domain_first244_preliminary.toml": f"{QWEN}@2fc1035b2655",
@@ -34,6 +34,7 @@ FILES = {
     "research/configs/probe_first21_context_all.toml": f"{QWEN}@42706893ca0c",
     "research/configs/probe_first21_context_all_zh_shift.toml": f"{QWEN}@fb584ae0a396",
     "research/configs/probe_v1.toml": f"{QWEN}@326cd9733150",
+    "research/configs/probe_v5_fast.toml": f"{QWEN}@e9558d3c5f06",
     "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
     "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
     "research/configs/scores_v1_abstention.toml": f"{QWEN}@a938768a2d7b",
@@ -74,6 +75,8 @@ CHANGED: dict[str, tuple[Any, str]] = {
     "require_generator": (True, "x@cbafd6182bc8"),
     "context_tokens": (32000, "x@7061b8516ceb"),
     "one_call": (True, "x@1f4b02f01fca"),
+    "split_atomic": (True, "x@f1930573beeb"),
+    "reuse_instructions": (True, "x@6977d3d999d7"),
 }
 
 #: one operational setting changed from BASE: the id stays BASE_ID
@@ -127,7 +130,7 @@ def test_every_config_file_is_pinned() -> None:
 
 def test_the_defaults_keep_their_version_ids() -> None:
     assert version_of(JudgeConfig()) == f"{QWEN}@7046a89609f7"
-    assert version_of(load_config(None)) == f"{QWEN}@fb584ae0a396"
+    assert version_of(load_config(None)) == f"{QWEN}@e9558d3c5f06"
     assert version_of(JudgeConfig.model_validate(BASE)) == BASE_ID
 
 
@@ -194,7 +197,8 @@ def test_neutral_values_are_the_defaults() -> None:
                             "abstention_covered_min", "abstention_silent_max", "label_bias",
                             "review_support_below", "score_model", "domain_rules",
                             "require_generator", "context_tokens", "excerpts", "one_call",
-                            "probe_head", "probe_layers", "probe_endpoint"}
+                            "probe_head", "probe_layers", "probe_endpoint", "split_atomic",
+                            "reuse_instructions"}
     for name, value in neutral.items():
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value

@@ -24,9 +24,12 @@ pytestmark = [
 def test_embedded_model_judges_a_short_answer(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "in.jsonl", [{
         "id": "e2e",
-        "answer": "HTTP 401 means the client is not authenticated [S1].",
+        # two facts joined: not atomic, so the model splits it (split_atomic)
+        "answer": "HTTP 401 means the client is not authenticated, and 403 means it lacks "
+                  "permission [S1].",
         "sources": [{"id": "S1", "text": "HTTP 401 Unauthorized means the request lacks valid "
-                                         "authentication credentials."}],
+                                         "authentication credentials. 403 Forbidden means the "
+                                         "server refuses to authorize it."}],
         "generator": "openai/gpt-4o-mini",
     }])
     store = Store.open(tmp_path / "e2e.db")
@@ -86,3 +89,45 @@ def test_shared_excerpts_scores_do_not_depend_on_the_order(tmp_path: Path) -> No
                   config=config, db=Store.open(tmp_path / "single.db"))
     second = scores(answers[::-1], "second")
     assert len(first) == 5 and first == second
+
+
+def _split_answers() -> list[dict[str, object]]:
+    source = {"id": "S1", "text": "The film was released in 1999 and directed by Sam Mendes. "
+                                  "It won five Oscars, including Best Picture."}
+    return [
+        {"id": "film", "answer": "The film came out in 1999, and Sam Mendes directed it. "
+                                 "It won three Oscars.", "sources": [source]},
+        {"id": "oscars", "answer": "Thanks for asking! The film won five Oscars, including "
+                                   "Best Picture.", "sources": [source]},
+    ]
+
+
+def test_a_split_on_cached_instructions_equals_a_cold_one_in_any_order(tmp_path: Path) -> None:
+    """reuse_instructions: the split is evaluated on top of its cached fixed instructions
+    (judge.models.shared_prefix); its claims are those of a split evaluated from an empty
+    cache, whatever ran before."""
+    fast = JudgeConfig.load()
+    assert fast.reuse_instructions and fast.split_atomic
+    cold = fast.model_copy(update={"reuse_instructions": False})
+
+    def claims(config: JudgeConfig, order: list[dict[str, object]], name: str
+               ) -> dict[str, list[str]]:
+        store = Store.open(tmp_path / f"{name}.db")
+        judge_answers(order, config=config, db=store)
+        splits = [c for c in store.db["calls"].rows if c["purpose"] == "split"]
+        assert len(splits) == 2
+        flags = {json.loads(c["params"]).get("shared_prefix") for c in splits}
+        assert flags == ({"instructions"} if config.reuse_instructions else {None})
+        out: dict[str, list[str]] = {}
+        for row in store.verdict_rows():
+            out.setdefault(row["answer_id"], []).append(row["claim"])
+        return out
+
+    reference = claims(cold, _split_answers(), "cold")
+    assert claims(fast, _split_answers(), "warm") == reference
+    # an unflagged split in between (the slot then holds another prompt), then the other
+    # order
+    judge_answers([{"id": "between", "answer": "Sam Mendes, who directed it, was born in "
+                                               "1965.", "sources": _split_answers()[0]["sources"]}],
+                  config=cold, db=Store.open(tmp_path / "between.db"))
+    assert claims(fast, _split_answers()[::-1], "reversed") == reference

@@ -1,0 +1,144 @@
+"""End to end on the embedded judge, split included (issue 36): answers and claims a minute,
+the model time of each step, and the peak RSS, for the default config beside the same config
+without its two speed settings (``reuse_instructions``, ``split_atomic``).
+
+    python bench/end_to_end.py [--inputs sample,factcheck] [--factcheck-answers 100]
+        [--json FILE]
+
+(``make bench BENCH_ARGS=--end-to-end`` runs it after the other sections.) Inputs: ``make
+run``'s sample (``gold/samples/answers.jsonl``, 9 answers) and the first distinct answers of
+Factcheck-GPT's dev file, each with the evidence passages of its claims as sources. Each
+setting runs in a fresh process (the model loaded once, its load time reported apart), on a
+fresh store, so the peak RSS is that run's alone. Times depend on what else runs on the
+machine: run it on an idle one, and read the ratios first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "gold" / "samples" / "answers.jsonl"
+FACTCHECK = ROOT.parent / "shared" / "gold" / "external" / "factcheck_gpt.dev.jsonl"
+SETTINGS = {
+    "default": {},
+    "without the speed settings": {"reuse_instructions": False, "split_atomic": False},
+}
+
+
+def factcheck_answers(limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` distinct Factcheck-GPT answers, sources = their claims' passages."""
+    answers: dict[str, dict[str, Any]] = {}
+    for line in FACTCHECK.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        key = item["id"].split(":")[1].split("s")[0]
+        if key not in answers:
+            if len(answers) >= limit:
+                continue
+            answers[key] = {"id": f"fc-{key}", "question": item["question"],
+                            "answer": item["answer"], "sources": []}
+        sources = answers[key]["sources"]
+        for source in item["sources"]:
+            if source["id"] not in {s["id"] for s in sources}:
+                sources.append(source)
+    return list(answers.values())
+
+
+def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
+    """One run in this process: load the model, judge ``inputs``, read the figures."""
+    sys.path.insert(0, str(ROOT))
+    from judge.api import judge_file
+    from judge.config import JudgeConfig
+    from judge.models import embedded
+    from judge.store import Store
+
+    config = JudgeConfig.load().model_copy(update=overrides)
+    started = time.perf_counter()
+    embedded.load()
+    embedded.load(layers=config.probe_layers)
+    load_s = time.perf_counter() - started
+    store = Store.open(db)
+    started = time.perf_counter()
+    summary = judge_file(inputs, config=config, db=store).summary
+    wall = time.perf_counter() - started
+    steps = {row["purpose"]: {"calls": row["n"], "model_s": round(row["ms"] / 1000, 1)}
+             for row in store.db.query("select purpose, count(*) n, sum(latency_ms) ms "
+                                       "from calls group by purpose")}
+    store.close()
+    return {"answers": summary.answers, "claims": summary.claims, "wall_s": round(wall, 1),
+            "load_s": round(load_s, 1), "steps": steps,
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+def run(name: str, records: list[dict[str, Any]], tmp: Path) -> dict[str, Any]:
+    inputs = tmp / f"{name}.jsonl"
+    inputs.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                      encoding="utf-8")
+    out: dict[str, Any] = {}
+    for setting, overrides in SETTINGS.items():
+        db = tmp / f"{name}-{len(out)}.db"
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(inputs), json.dumps(overrides), str(db)],
+            capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{name}, {setting}: the run failed:\n{done.stderr[-2000:]}")
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        out[setting] = got
+        claims = max(got["claims"], 1)
+        model = sum(s["model_s"] for s in got["steps"].values())
+        split = got["steps"].get("split", {"calls": 0, "model_s": 0.0})
+        probe = got["steps"].get("probe", {"calls": 0, "model_s": 0.0})
+        print(f"{name}, {setting}: {got['answers']} answers, {got['claims']} claims in "
+              f"{got['wall_s']:.0f} s = {got['wall_s'] / claims:.2f} s a claim end to end "
+              f"({60 * got['answers'] / max(got['wall_s'], 1e-9):.1f} answers, "
+              f"{60 * got['claims'] / max(got['wall_s'], 1e-9):.1f} claims a minute; model "
+              f"load {got['load_s']:.0f} s apart); split {split['calls']} calls "
+              f"{split['model_s']:.0f} s ({split['model_s'] / max(model, 1e-9):.0%} of the "
+              f"model time), probe {probe['calls']} calls {probe['model_s']:.0f} s = "
+              f"{probe['model_s'] / max(probe['calls'], 1):.2f} s a claim; peak RSS "
+              f"{got['peak_rss_mib']} MiB", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--inputs", default="sample,factcheck",
+                        help="comma-separated, of sample, factcheck")
+    parser.add_argument("--factcheck-answers", type=int, default=100,
+                        help="how many Factcheck-GPT answers (default 100)")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        inputs, overrides, db = args.child
+        print(json.dumps(child(Path(inputs), json.loads(overrides), Path(db))))
+        return {}
+    print(f"\n== end to end on the embedded judge ({os.cpu_count()} CPUs, load "
+          f"{os.getloadavg()[0]:.1f}) ==")
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name in [s for s in args.inputs.split(",") if s]:
+            if name == "sample":
+                records = [json.loads(line) for line in
+                           SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
+            elif name == "factcheck":
+                records = factcheck_answers(args.factcheck_answers)
+            else:
+                raise SystemExit(f"unknown input {name!r}: sample or factcheck")
+            figures[name] = run(name, records, Path(folder))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    return figures
+
+
+if __name__ == "__main__":
+    main()
