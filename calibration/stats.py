@@ -305,6 +305,24 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Estimat
     return Estimate(value=p, ci_low=low, ci_high=high, n=n)
 
 
+def roc_auc(positives: Sequence[float], negatives: Sequence[float],
+            confidence: float = 0.95) -> Estimate:
+    """ROC AUC: the chance a positive scores above a negative (ties count one half; the
+    Mann-Whitney statistic over both counts), with the Hanley-McNeil interval; ``nan`` when
+    either side is empty. ``n``: positives + negatives."""
+    pos, neg = np.asarray(positives, dtype=float), np.asarray(negatives, dtype=float)
+    n = int(len(pos) + len(neg))
+    if not len(pos) or not len(neg):
+        return nan_estimate(n)
+    ranks = sps.rankdata(np.concatenate([pos, neg]))
+    a = float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+    q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+    var = (a * (1 - a) + (len(pos) - 1) * (q1 - a * a) + (len(neg) - 1) * (q2 - a * a)) / (
+        len(pos) * len(neg))
+    half = _z(confidence) * math.sqrt(max(var, 0.0))
+    return Estimate(value=a, ci_low=max(0.0, a - half), ci_high=min(1.0, a + half), n=n)
+
+
 def clopper_pearson_interval(successes: int, n: int, confidence: float = 0.95) -> Estimate:
     """Proportion ``successes / n`` with the exact (Clopper–Pearson) interval."""
     if n < 0 or not 0 <= successes <= n:

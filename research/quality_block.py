@@ -122,6 +122,9 @@ def quality_table(data: dict[str, Any]) -> str:
     for name, figures in sorted((data.get("per_dataset") or {}).items()):
         lines.append(_row(name, figures))
     lines.append(_row("**all**", data))
+    chinese = chinese_table(data)
+    if chinese:
+        lines += ["", chinese]
     note = in_sample_note(data)
     if note:
         lines = [note, "", *lines]
@@ -130,6 +133,88 @@ def quality_table(data: dict[str, Any]) -> str:
         lines += ["", "The queue at its operating point: " + "; ".join(
             f"{p['statement']} ({p['source']})" for p in points) + "."]
     return "\n".join(lines)
+
+
+#: the Chinese gold sets by their ``dataset`` name (research/make_ocnli.py): one per script
+CHINESE = {"ocnli": "Chinese, Simplified", "ocnli_tw": "Chinese, Traditional"}
+#: the labels OCNLI has (it has no not_verifiable)
+THREE_LABELS = ("supported", "contradicted", "not_in_source")
+
+
+def three_label_figures(confusion: dict[str, dict[str, int]]) -> tuple[float | None,
+                                                                       float | None]:
+    """(balanced accuracy over :data:`THREE_LABELS`, contradicted recall) of a confusion
+    table (gold label -> judge label -> claims); claims of other gold labels left out, a
+    judge label outside the three counts as a miss."""
+    recalls = {}
+    for label in THREE_LABELS:
+        row = confusion.get(label) or {}
+        total = sum(row.values())
+        if total:
+            recalls[label] = row.get(label, 0) / total
+    if not recalls:
+        return None, None
+    return sum(recalls.values()) / len(recalls), recalls.get("contradicted")
+
+
+def _pooled(per: dict[str, dict[str, Any]], names: Sequence[str]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for name in names:
+        for gold, row in (per[name].get("confusion") or {}).items():
+            for judged, count in row.items():
+                out.setdefault(gold, {})[judged] = out.get(gold, {}).get(judged, 0) + count
+    return out
+
+
+def chinese_table(data: dict[str, Any]) -> str:
+    """Chinese beside English, when the report holds OCNLI's datasets (``ocnli``,
+    ``ocnli_tw``): per script, balanced accuracy over OCNLI's three labels and contradicted
+    recall (95% intervals), the ROC AUC of support, and the queue; English (the other
+    datasets pooled) on the same three labels from its confusion table, without intervals.
+    Empty otherwise."""
+    per = data.get("per_dataset") or {}
+    scripts = [name for name in CHINESE if name in per]
+    if not scripts:
+        return ""
+    lines = [
+        "Chinese beside English, on the three labels OCNLI has (Chinese: per script, 95% "
+        "intervals; English: the other datasets pooled on the same three gold labels, "
+        "without intervals; ROC AUC: how well `support` ranks supported claims above the "
+        "others):",
+        "",
+        "| | claims | balanced accuracy (3 labels) | contradicted recall | ROC AUC of support "
+        "| queue recall | queue false alarms | queue load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    english = sorted(name for name in per if name not in CHINESE)
+    if english:
+        pooled = _pooled(per, english)
+        bal, contradicted = three_label_figures(pooled)
+        n = sum(sum((pooled.get(label) or {}).values()) for label in THREE_LABELS)
+        lines.append(f"| English ({', '.join(english)}) | {n} | {_pct(bal)} | "
+                     f"{_pct(contradicted)} | – | – | – | – |")
+    for name in scripts:
+        f = per[name]
+        bal = {"value": f["balanced_accuracy"], **(f.get("balanced_accuracy_ci") or {})}
+        recall = ((f.get("per_label") or {}).get("contradicted") or {}).get("recall")
+        auc = f.get("roc_auc_support") or {}
+        lines.append(
+            f"| {CHINESE[name]} (`{name}`) | {f['n']} | {_with_ci(bal, _pct)} | "
+            f"{_with_ci(recall, _pct) if isinstance(recall, dict) else '–'} | "
+            f"{_with_ci(auc, _auc) if auc.get('value') is not None else '–'} | "
+            f"{_with_ci({'value': f['queue_recall'], **(f.get('queue_recall_ci') or {})}, _pct)}"
+            f" | {_with_ci(f.get('queue_false_alarm') or {}, _pct)} | "
+            f"{_with_ci({'value': f['queue_load'], **(f.get('queue_load_ci') or {})}, _pct)} |")
+    if len(scripts) == 2:
+        a, b = (per[name]["balanced_accuracy"] for name in scripts)
+        if a is not None and b is not None:
+            lines += ["", f"Traditional − Simplified: {100 * (b - a):+.1f} points of balanced "
+                          "accuracy."]
+    return "\n".join(lines)
+
+
+def _auc(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
 
 
 def fit_tables(report: dict[str, Any]) -> str:

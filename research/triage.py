@@ -687,43 +687,59 @@ def simulate(data: Data, ds: str, lam: float, rounds: int, size: int, seed: int,
     out["arms"] = {}
     for arm in arms:
         rng = np.random.default_rng(bucket(f"{arm}:{ds}", seed))
-        reviewed = np.array([], dtype=int)
-        weights = np.array([])
-        head, thr = start, start_thr
-        curve = [{"round": 0, "reviews": 0, "threshold_from": "start (other datasets)",
-                  **measure_check(data, check, head, thr, start_thr)}]
-        for r in range(1, rounds + 1):
-            todo = np.setdiff1d(pool, reviewed)
-            if not len(todo):
-                break
-            pred_t, probs_t = predict_head(data.x[todo], head)
-            s_t = flag_scores(data, todo, pred_t, probs_t[:, 0])
-            if arm == "queue":
-                chosen, w, design = pick_queue(s_t, np.arange(len(todo)), thr, size, rng)
-            else:
-                chosen = rng.choice(len(todo), min(size, len(todo)), replace=False)
-                w, design = np.ones(len(chosen)), {"random": [int(len(todo)), len(chosen)]}
-            reviewed = np.concatenate([reviewed, todo[chosen]])
-            weights = np.concatenate([weights, w])
-            items = [data.items[k] for k in reviewed]
-            fit = cv_fit(data.x[reviewed], data.y[reviewed], folds_of(items, folds),
-                         prior=start)
-            head = fit.head
-            s_rev = flag_scores(data, reviewed, fit.pred, fit.probs[:, 0])
-            weighted = arm == "queue" and not np.allclose(weights, 1.0)
-            point = operating_point(s_rev, data.problems[reviewed], 0.9, 0.9,
-                                    weights if weighted else None)
-            if point["sufficient"]:
-                thr, source = threshold_of(point), "reviewed claims (out of fold)"
-            else:
-                thr, source = start_thr, "start (too few reviewed problems)"
-            curve.append({"round": r, "reviews": int(len(reviewed)), "design": design,
-                          "l2": fit.lam, "reviewed_problems": int(data.problems[reviewed].sum()),
-                          "threshold_from": source, "point_on_reviews": point,
-                          **measure_check(data, check, head, thr, start_thr)})
-        out["arms"][arm] = curve
+        out["arms"][arm] = review_rounds(data, pool, check, start, start_thr, arm, rounds,
+                                         size, rng, folds)
     out["seconds"] = round(time.time() - t0, 1)
     return out
+
+
+FitRound = Callable[[np.ndarray, np.ndarray, Sequence[int], ProbeHead], CvFit]
+
+
+def review_rounds(data: Data, pool: np.ndarray, check: np.ndarray, start: ProbeHead,
+                  start_thr: float, arm: str, rounds: int, size: int,
+                  rng: np.random.Generator, folds: int, fit_round: FitRound | None = None,
+                  start_from: str = "start (other datasets)") -> list[dict[str, Any]]:
+    """One arm of the review loop: ``rounds`` rounds of ``size`` reviews from ``pool``
+    (``queue``: :func:`pick_queue`; ``random``: a simple random sample), a domain head
+    refitted each round on every reviewed claim shrunk toward ``start`` (``fit_round``,
+    default :func:`cv_fit` with the prior), the threshold re-set on the reviewed claims'
+    out-of-fold flag scores, and :func:`measure_check` on ``check`` each round."""
+    fit_round = fit_round or (lambda x, y, fold, prior: cv_fit(x, y, fold, prior=prior))
+    reviewed = np.array([], dtype=int)
+    weights = np.array([])
+    head, thr = start, start_thr
+    curve = [{"round": 0, "reviews": 0, "threshold_from": start_from,
+              **measure_check(data, check, head, thr, start_thr)}]
+    for r in range(1, rounds + 1):
+        todo = np.setdiff1d(pool, reviewed)
+        if not len(todo):
+            break
+        pred_t, probs_t = predict_head(data.x[todo], head)
+        s_t = flag_scores(data, todo, pred_t, probs_t[:, 0])
+        if arm == "queue":
+            chosen, w, design = pick_queue(s_t, np.arange(len(todo)), thr, size, rng)
+        else:
+            chosen = rng.choice(len(todo), min(size, len(todo)), replace=False)
+            w, design = np.ones(len(chosen)), {"random": [int(len(todo)), len(chosen)]}
+        reviewed = np.concatenate([reviewed, todo[chosen]])
+        weights = np.concatenate([weights, w])
+        items = [data.items[k] for k in reviewed]
+        fit = fit_round(data.x[reviewed], data.y[reviewed], folds_of(items, folds), start)
+        head = fit.head
+        s_rev = flag_scores(data, reviewed, fit.pred, fit.probs[:, 0])
+        weighted = arm == "queue" and not np.allclose(weights, 1.0)
+        point = operating_point(s_rev, data.problems[reviewed], 0.9, 0.9,
+                                weights if weighted else None)
+        if point["sufficient"]:
+            thr, source = threshold_of(point), "reviewed claims (out of fold)"
+        else:
+            thr, source = start_thr, "start (too few reviewed problems)"
+        curve.append({"round": r, "reviews": int(len(reviewed)), "design": design,
+                      "l2": fit.lam, "reviewed_problems": int(data.problems[reviewed].sum()),
+                      "threshold_from": source, "point_on_reviews": point,
+                      **measure_check(data, check, head, thr, start_thr)})
+    return curve
 
 
 # -- the plot (SVG, no plotting library in the venv) ------------------------------------------
@@ -732,8 +748,18 @@ COLOURS = {"dialfact": "#1f5fbf", "factcheck_gpt": "#c0392b", "wice": "#27ae60",
            "begin": "#8e44ad"}
 
 
-def plot_svg(sim: dict[str, Any], path: Path) -> None:
-    panels: list[tuple[str, Callable[[dict[str, Any]], float | None]]] = [
+Panel = tuple[str, Callable[[dict[str, Any]], float | None]]
+
+
+def plot_svg(sim: dict[str, Any], path: Path, panels: Sequence[Panel] | None = None,
+             marks: Sequence[float] = (0.35, 0.9), colours: dict[str, str] | None = None,
+             note: str = "solid: queue order; dashed: random reviews",
+             x_title: str = "reviews in the domain") -> None:
+    """The curves of ``sim`` (name -> ``{"arms": {arm: [entries with "reviews"]}}``), one
+    panel per (title, getter) of ``panels`` (default: issue 32's three), dashed lines at
+    ``marks``; the ``random`` arm dashed."""
+    colours = COLOURS if colours is None else colours
+    panels = panels if panels is not None else [
               ("false alarms at the oracle 90%-recall threshold",
                lambda e: (e.get("oracle_0.9") or {}).get("false_alarm", {}).get("value")),
               ("false alarms at the stated threshold (recall >= 0.9, 90% conf.)",
@@ -757,17 +783,17 @@ def plot_svg(sim: dict[str, Any], path: Path) -> None:
         body.append(f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(max_x)}" y2="{py(0)}" '
                     'stroke="#333"/>')
         body.append(f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(0)}" y2="{py(1)}" stroke="#333"/>')
-        for v in (0.0, 0.25, 0.35, 0.5, 0.75, 0.9, 1.0):
+        for v in sorted({0.0, 0.25, 0.5, 0.75, 1.0, *marks}):
             body.append(f'<text x="{px(0) - 6}" y="{py(v) + 4}" font-size="10" '
                         f'text-anchor="end">{v:g}</text>')
-            if v in (0.35, 0.9):
+            if v in marks:
                 body.append(f'<line x1="{px(0)}" y1="{py(v)}" x2="{px(max_x)}" y2="{py(v)}" '
                             'stroke="#999" stroke-dasharray="2,3"/>')
         for v in range(0, max_x + 1, 40):
             body.append(f'<text x="{px(v)}" y="{py(0) + 14}" font-size="10" '
                         f'text-anchor="middle">{v}</text>')
         body.append(f'<text x="{px(max_x / 2)}" y="{height - 12}" font-size="11" '
-                    'text-anchor="middle">reviews in the domain</text>')
+                    f'text-anchor="middle">{x_title}</text>')
         for ds, d in sim.items():
             for arm, curve in d.get("arms", {}).items():
                 pts = [(float(e["reviews"]), float(got)) for e in curve
@@ -777,15 +803,14 @@ def plot_svg(sim: dict[str, Any], path: Path) -> None:
                 line = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in pts)
                 dash = ' stroke-dasharray="5,4"' if arm == "random" else ""
                 body.append(f'<polyline points="{line}" fill="none" '
-                            f'stroke="{COLOURS.get(ds, "#555")}" stroke-width="2"{dash}/>')
+                            f'stroke="{colours.get(ds, "#555")}" stroke-width="2"{dash}/>')
     ly = height + 8
     for j, ds in enumerate(sim):
         body.append(f'<rect x="{pad + j * 150}" y="{ly}" width="14" height="4" '
-                    f'fill="{COLOURS.get(ds, "#555")}"/><text x="{pad + j * 150 + 20}" '
+                    f'fill="{colours.get(ds, "#555")}"/><text x="{pad + j * 150 + 20}" '
                     f'y="{ly + 6}" font-size="11">{ds}</text>')
-    body.append(f'<text x="{pad + 4 * 150}" y="{ly + 6}" font-size="11">solid: queue order; '
-                'dashed: random reviews</text>')
-    total_w = 3 * (width + 20)
+    body.append(f'<text x="{pad + 4 * 150}" y="{ly + 6}" font-size="11">{note}</text>')
+    total_w = len(panels) * (width + 20)
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{height + 24}" '
            f'font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>'
            + "".join(body) + "</svg>\n")

@@ -10,6 +10,7 @@ from typing import Any
 
 from calibration import Figures, check_thresholds, render_calibration_html
 from calibration.plots import reliability
+from calibration.stats import roc_auc
 from judge.evaluation.calibrate import CalibrationOutcome
 from judge.runs.summary import RunSummary
 from judge.store import Store
@@ -45,6 +46,22 @@ def support_bins(outcome: CalibrationOutcome, n_bins: int = 10
             groups.setdefault(k, []).append((support, m.entry.item.label == "supported"))
     return [(sum(s for s, _ in g) / len(g), sum(ok for _, ok in g) / len(g), len(g))
             for _, g in sorted(groups.items())]
+
+
+def support_auc(outcome: CalibrationOutcome) -> dict[str | None, Any]:
+    """ROC AUC of ``support`` (gold-supported claims against the others: how well the
+    support score ranks them, whatever the threshold), unweighted, with its interval: over
+    every claim with a support score (key None) and per gold dataset."""
+    scores: dict[str | None, tuple[list[float], list[float]]] = {}
+    for m in outcome.matching.matched:
+        support = m.row.get("support")
+        if support is None:
+            continue
+        item = m.entry.item
+        for key in (None, item.dataset):
+            pos, neg = scores.setdefault(key, ([], []))
+            (pos if item.label == "supported" else neg).append(float(support))
+    return {key: _est(roc_auc(pos, neg)) for key, (pos, neg) in scores.items()}
 
 
 def misjudged(outcome: CalibrationOutcome) -> list[dict[str, Any]]:
@@ -126,6 +143,7 @@ def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
     r = outcome.report
     m = outcome.matching
     dump = r.model_dump(mode="json")
+    aucs = support_auc(outcome)
     out = {
         "judge_version": r.judge_version,
         "model": outcome.model,
@@ -142,7 +160,9 @@ def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
                        "gold_ids": [e.item.id for e in m.not_judged][:100]},
         "validity_gate": outcome.gate,
         "weighted": dump["weighted"],
-        "per_dataset": {name: flatten_figures(f) for name, f in r.per_dataset.items()},
+        "roc_auc_support": aucs.get(None),
+        "per_dataset": {name: {**flatten_figures(f), "roc_auc_support": aucs.get(name)}
+                        for name, f in r.per_dataset.items()},
         "human_agreement": dump["human_agreement"],
         "notes": r.notes,
         "misjudged": misjudged(outcome),

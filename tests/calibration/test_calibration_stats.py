@@ -334,3 +334,18 @@ def test_krippendorff_alpha_undefined_cases():
     assert krippendorff_alpha([[S], [None, C]]).n == 0  # nothing pairable
     # perfect agreement with two categories
     assert krippendorff_alpha([[S, S], [C, C, C]]).value == pytest.approx(1.0)
+
+
+def test_roc_auc_counts_ties_as_half_with_the_hanley_mcneil_interval():
+    from calibration.stats import roc_auc
+
+    # pairs: (3>1, 3>2, 2=2 tie, 2>1) over 2 positives x 2 negatives -> 3.5 / 4
+    auc = roc_auc([3.0, 2.0], [1.0, 2.0])
+    assert auc.value == pytest.approx(0.875) and auc.n == 4
+    assert 0.0 <= auc.ci_low < auc.value < auc.ci_high <= 1.0
+    a = 0.875
+    q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+    se = math.sqrt((a * (1 - a) + (q1 - a * a) + (q2 - a * a)) / 4)
+    assert auc.ci_high == pytest.approx(min(1.0, a + 1.959964 * se), abs=1e-5)
+    assert roc_auc([1.0], [2.0]).value == 0.0
+    assert math.isnan(roc_auc([], [1.0]).value)

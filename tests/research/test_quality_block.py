@@ -212,3 +212,88 @@ def test_figures_on_claims_the_default_head_was_fitted_on_are_marked_in_sample()
     # another version, or gold the head never saw, is not marked
     assert in_sample_note({**data, "judge_version": "x@123456789abc"}) is None
     assert in_sample_note({**data, "gold": {"file": "gold/regression.jsonl"}}) is None
+
+
+def _figures(n: int, confusion: dict[str, dict[str, int]], balanced: float,
+             auc: float | None) -> dict[str, Any]:
+    """One dataset's entry of a small synthetic eval report."""
+    contradicted = confusion.get("contradicted") or {}
+    support = sum(contradicted.values())
+    recall = contradicted.get("contradicted", 0) / support if support else None
+    return {
+        "n": n, "confusion": confusion, "balanced_accuracy": balanced,
+        "balanced_accuracy_ci": {"ci_low": balanced - 0.1, "ci_high": balanced + 0.1, "n": n},
+        "per_label": {"contradicted": {"support": support, "recall": {
+            "value": recall, "ci_low": 0.1, "ci_high": 0.6, "n": support}}},
+        "lenient_rate": {"value": 0.1}, "strict_rate": {"value": 0.2},
+        "queue_recall": 0.9, "queue_recall_ci": {"ci_low": 0.8, "ci_high": 0.95, "n": 20},
+        "queue_load": 0.7, "queue_load_ci": {"ci_low": 0.6, "ci_high": 0.8, "n": n},
+        "queue_false_alarm": {"value": 0.55, "ci_low": 0.4, "ci_high": 0.7, "n": 10},
+        "roc_auc_support": (None if auc is None else
+                            {"value": auc, "ci_low": auc - 0.05, "ci_high": auc + 0.05, "n": n}),
+    }
+
+
+def test_chinese_rows_per_script_beside_english_on_three_labels() -> None:
+    from research.quality_block import chinese_table, three_label_figures
+
+    zh = {"supported": {"supported": 6, "not_in_source": 4},
+          "contradicted": {"contradicted": 3, "not_in_source": 7},
+          "not_in_source": {"not_in_source": 9, "supported": 1}}
+    tw = {"supported": {"supported": 5, "not_in_source": 5},
+          "contradicted": {"contradicted": 2, "not_in_source": 8},
+          "not_in_source": {"not_in_source": 10}}
+    en = {"supported": {"supported": 8, "contradicted": 2},
+          "contradicted": {"contradicted": 4, "supported": 1},
+          "not_in_source": {"not_in_source": 2, "supported": 2},
+          "not_verifiable": {"not_verifiable": 5}}  # left out of the three labels
+    bal_zh, con_zh = three_label_figures(zh)
+    assert bal_zh is not None and round(bal_zh, 4) == round((0.6 + 0.3 + 0.9) / 3, 4)
+    assert con_zh == 0.3
+    assert three_label_figures(en) == ((0.8 + 0.8 + 0.5) / 3, 0.8)
+    data = {"judge_version": "v@1", "generated_at": "2026-12-03",
+            "gold": {"file": "gold/x.jsonl", "sha256": "0" * 64, "items": 79},
+            **_figures(79, {}, 0.6, 0.8),
+            "per_dataset": {"alpha": _figures(19, en, 0.7, 0.85),
+                            "ocnli": _figures(30, zh, bal_zh, 0.84),
+                            "ocnli_tw": _figures(30, tw, three_label_figures(tw)[0], None)}}
+    table = chinese_table(data)
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| English (alpha) | 19 | 70% | 80% | – |")  # 3 labels only
+    assert rows[2].startswith("| Chinese, Simplified (`ocnli`) | 30 | 60% (50%–70%) | "
+                              "30% (10%–60%) | 0.84 (0.79–0.89) | 90% (80%–95%) | "
+                              "55% (40%–70%) | 70% (60%–80%) |")
+    assert rows[3].startswith("| Chinese, Traditional (`ocnli_tw`) | 30 | 57% (47%–67%) | "
+                              "20% (10%–60%) | – |")
+    assert "Traditional − Simplified: -3.3 points" in table
+    # the README block shows them after its table; without OCNLI it is as before
+    assert table in quality_table(data)
+    del data["per_dataset"]["ocnli"], data["per_dataset"]["ocnli_tw"]
+    assert chinese_table(data) == "" and "Chinese" not in quality_table(data)
+
+
+
+def test_the_eval_report_gives_the_auc_of_support_per_dataset(
+    tmp_path: Path, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    from types import SimpleNamespace
+
+    from judge.evaluation.reports import support_auc
+
+    # a judge without a support score (the fake's strategy): null, overall and per dataset
+    data, _ = report(tmp_path, config)
+    assert data["roc_auc_support"] is None
+    assert all(f["roc_auc_support"] is None for f in data["per_dataset"].values())
+
+    def matched(dataset: str, label: str, support: float | None) -> SimpleNamespace:
+        item = SimpleNamespace(dataset=dataset, label=label)
+        return SimpleNamespace(row={"support": support}, entry=SimpleNamespace(item=item))
+
+    outcome = SimpleNamespace(matching=SimpleNamespace(matched=[
+        matched("ocnli", "supported", 0.9), matched("ocnli", "contradicted", 0.2),
+        matched("ocnli", "not_in_source", 0.95), matched("ocnli_tw", "supported", 0.4),
+        matched("ocnli_tw", "not_in_source", 0.1), matched("ocnli_tw", "supported", None)]))
+    aucs = support_auc(outcome)  # type: ignore[arg-type]
+    assert aucs["ocnli"]["value"] == 0.5 and aucs["ocnli"]["n"] == 3
+    assert aucs["ocnli_tw"]["value"] == 1.0 and aucs["ocnli_tw"]["n"] == 2  # no support: out
+    assert aucs[None]["value"] == pytest.approx(4 / 6) and aucs[None]["n"] == 5
