@@ -9,8 +9,9 @@ without its two speed settings (``reuse_instructions``, ``split_atomic``).
 run``'s sample (``gold/samples/answers.jsonl``, 9 answers) and the first distinct answers of
 Factcheck-GPT's dev file, each with the evidence passages of its claims as sources. Each
 setting runs in a fresh process (the model loaded once, its load time reported apart), on a
-fresh store, so the peak RSS is that run's alone. Times depend on what else runs on the
-machine: run it on an idle one, and read the ratios first.
+fresh store, so the peak RSS is that run's alone. A step's model time is the runtime's own
+(generation for the split, the forward pass for the probe), without the wait for it. Times
+depend on what else runs on the machine: run it on an idle one, and read the ratios first.
 """
 
 from __future__ import annotations
@@ -62,6 +63,19 @@ def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
     from judge.store import Store
 
     config = JudgeConfig.load().model_copy(update=overrides)
+    busy: dict[str, float] = {"chat": 0.0, "embed": 0.0}  # the runtime's own seconds
+
+    def timed(kind: str, method: Any) -> Any:
+        def run(self: Any, *args: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return method(self, *args)
+            finally:
+                busy[kind] += time.perf_counter() - started
+        return run
+
+    embedded._Runtime.chat = timed("chat", embedded._Runtime.chat)  # type: ignore[method-assign]
+    embedded._Runtime.embed = timed("embed", embedded._Runtime.embed)  # type: ignore[method-assign]
     started = time.perf_counter()
     embedded.load()
     embedded.load(layers=config.probe_layers)
@@ -70,9 +84,12 @@ def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
     started = time.perf_counter()
     summary = judge_file(inputs, config=config, db=store).summary
     wall = time.perf_counter() - started
-    steps = {row["purpose"]: {"calls": row["n"], "model_s": round(row["ms"] / 1000, 1)}
-             for row in store.db.query("select purpose, count(*) n, sum(latency_ms) ms "
-                                       "from calls group by purpose")}
+    calls = {row["purpose"]: row["n"] for row in
+             store.db.query("select purpose, count(*) n from calls group by purpose")}
+    # the runtime's own time (a call's latency also holds its wait for the runtime)
+    steps = {purpose: {"calls": n, "model_s": round(busy["embed" if purpose == "probe"
+                                                         else "chat"], 1)}
+             for purpose, n in calls.items()}
     store.close()
     return {"answers": summary.answers, "claims": summary.claims, "wall_s": round(wall, 1),
             "load_s": round(load_s, 1), "steps": steps,

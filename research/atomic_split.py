@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT.parent))
 from judge.split.atomic import RULE, all_atomic, atomic_reason  # noqa: E402
 from judge.split.checkable import grounding  # noqa: E402
 from judge.split.citations import segment_answer  # noqa: E402
-from judge.text import tokens  # noqa: E402
+from judge.text import normalize, tokens  # noqa: E402
 
 GOLD = ROOT.parent.parent / "shared" / "gold" / "external" / "factcheck_gpt.dev.jsonl"
 _ID = re.compile(r"r(\d+)s(\d+)c(\d+)")
@@ -114,6 +114,32 @@ def measure(answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def coverage(folder: Path) -> dict[str, Any]:
+    """Per dev dataset: the distinct answers the rule sends to no split, and for those, how
+    many of their gold claims are one of the sentences as it stands (the claims the rule
+    makes) after normalisation."""
+    out: dict[str, Any] = {}
+    for path in sorted(folder.glob("*.dev.jsonl")):
+        answers: dict[str, set[str]] = defaultdict(set)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            if item.get("answer"):
+                answers[item["answer"]].add(item["claim"])
+        skipped = kept = same = 0
+        for answer, claims in answers.items():
+            sentences = [s.text for s in segment_answer(answer, [])] or [answer]
+            if not all_atomic(sentences, [False] * len(sentences)):
+                continue
+            skipped += 1
+            made = {normalize(s).strip(" .。") for s in sentences}
+            kept += len(claims)
+            same += sum(normalize(c).strip(" .。") in made for c in claims)
+        out[path.name.split(".")[0]] = {
+            "answers": len(answers), "answers_no_call": skipped,
+            "gold_claims_of_those": kept, "gold_claim_is_a_sentence": same}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gold", type=Path, default=GOLD)
@@ -121,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=ROOT / "reports" / "atomic_split.json")
     args = parser.parse_args(argv)
     report = measure(load(args.gold))
+    report["per_dataset"] = coverage(args.gold.parent)
     args.output.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n",
                            encoding="utf-8")
     print(json.dumps({k: v for k, v in report.items() if k != "examples"}, indent=1))

@@ -98,8 +98,11 @@ DEFAULT_N_CTX = 8192
 #: tests/models/test_embedded_probe.py compares the two).
 LOAD_MODE = "LLAMA_LOAD_MODE_NONE"
 #: Context size of a runtime cut after block N (``probe_layers``): it reads probe prompts only
-#: (500 characters of evidence and a claim), and a smaller cache is less memory.
-LAYERED_N_CTX = 4096
+#: (500 characters of evidence, 240 of the question's last turn and a claim: at most 263
+#: tokens over every gold claim judged so far), and a smaller cache is less memory (2048
+#: instead of 4096: 42 MiB less, the same vectors to the bit). A longer prompt is refused by
+#: the runtime and becomes a ``judge_error``.
+LAYERED_N_CTX = 2048
 
 ENV_CACHE = "CLAIM_JUDGE_CACHE"
 ENV_GGUF = "CLAIM_JUDGE_GGUF"
