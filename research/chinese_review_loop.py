@@ -8,7 +8,9 @@ packaged operating point, per script and with the language as one domain.
 
 The vectors are stored (``judge eval-gold research/ocnli_tuning{,.zh-tw}.jsonl --db
 out/ocnli.db`` under head v4's config; they do not depend on the head): 0 model calls. The
-check draw (``gold/ocnli_check*``) is never read here (refused if named).
+check draw (``gold/ocnli_check*``) is read only with ``--read-check CHECK_DB`` (its one read,
+logged in research/README.md): then the whole tuning draw is the reviewed pool and the check
+draw the read part (judged into CHECK_DB by ``judge eval-gold`` with the default config).
 
 Per seed, OCNLI's premises (the ``<dataset>:<premise>`` part of an id; a pair and its
 Traditional copy share one) are split ~50/50 by a seeded hash into a *reviewed pool* and a
@@ -80,6 +82,9 @@ SCOPES = ("zh-Hans", "zh-Hant", "zh")
 DATASET = {"zh-Hans": "ocnli", "zh-Hant": "ocnli_tw"}
 COLOURS = {"zh-Hans": "#c0392b", "zh-Hant": "#1f5fbf", "zh": "#27ae60"}
 FORBIDDEN = "ocnli_check"
+#: the check draw, read once with --read-check (never the tuning loop's read part)
+CHECK = {"zh-Hans": ROOT.parent / "gold" / "ocnli_check.jsonl",
+         "zh-Hant": ROOT.parent / "gold" / "ocnli_check.zh-tw.jsonl"}
 #: the figures summarised across seeds, each a getter on a round's entry
 FIGURES: dict[str, Any] = {
     "balanced_accuracy": lambda e: e.get("balanced_accuracy"),
@@ -98,29 +103,41 @@ TARGET_BA, TARGET_REVIEWS = 0.60, 80
 
 def premise(item: FitItem) -> str:
     """The premise of an OCNLI item (``ocnli:gov_1260:1`` and ``ocnli_tw:gov_1260:1``: one)."""
-    return "premise:" + item.gold_id.split(":")[1]
+    return "premise:" + item.gold_id.removeprefix("check:").split(":")[1]
 
 
-def load(db: Path) -> tuple[Data, np.ndarray, ProbeHead, ProbeHead, float, dict[str, Any]]:
-    """Both scripts' tuning items (grouped by premise across scripts) with the vectors shifted
-    by v5's offset, the raw vectors, v5's head, the same head without the offset (for shifted
-    vectors), the packaged 0.9 / 90% threshold, and what was read."""
-    v4, v5 = JudgeConfig.load(V4_CONFIG), JudgeConfig.load()
-    read_by = version_of(v4)
-    head = head_of(v5)
-    assert head.shift is not None and v5.probe_head is not None
+def _items(db: Path, files: list[Path], read_by: str, about: dict[str, Any]
+           ) -> list[FitItem]:
     items: list[FitItem] = []
-    about: dict[str, Any] = {"gold": [], "vectors_from": read_by, "model_calls": 0}
     store = Store.open(db)
     try:
-        for path in OCNLI.values():
+        for path in files:
             gold = load_gold(path)
             data = load_items(store, gold, read_by)
-            about["gold"].append({**data.gold, "file": shown(path), "sha256": gold.sha256})
+            about["gold"].append({**data.gold, "file": shown(path), "sha256": gold.sha256,
+                                  "vectors_from": read_by})
             about["model_calls"] += data.model_calls
             items += [replace(i, group=premise(i)) for i in data.items]
     finally:
         store.close()
+    return items
+
+
+def load(db: Path, check_db: Path | None = None
+         ) -> tuple[Data, np.ndarray, ProbeHead, ProbeHead, float, dict[str, Any]]:
+    """Both scripts' tuning items (grouped by premise across scripts) with the vectors shifted
+    by v5's offset, the raw vectors, v5's head, the same head without the offset (for shifted
+    vectors), the packaged 0.9 / 90% threshold, and what was read. ``check_db``: the check
+    draw's items follow (judged by the default config; their ids start ``check:``)."""
+    v4, v5 = JudgeConfig.load(V4_CONFIG), JudgeConfig.load()
+    read_by = version_of(v4)
+    head = head_of(v5)
+    assert head.shift is not None and v5.probe_head is not None
+    about: dict[str, Any] = {"gold": [], "vectors_from": read_by, "model_calls": 0}
+    items = _items(db, list(OCNLI.values()), read_by, about)
+    if check_db is not None:
+        checked = _items(check_db, list(CHECK.values()), version_of(v5), about)
+        items += [replace(i, gold_id="check:" + i.gold_id) for i in checked]
     assert about["model_calls"] == 0
     data = data_of(items, v5, version_of(v5), about, set())
     texts = [i.read for i in items]
@@ -169,9 +186,13 @@ def check_judge_fit(data: Data, head: ProbeHead, raw: np.ndarray, idx: np.ndarra
 
 
 def split(data: Data, scope: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(pool, read part) of ``scope`` for ``seed``: premises ~50/50 by a seeded hash."""
+    """(pool, read part) of ``scope`` for ``seed``: premises ~50/50 by a seeded hash; with
+    the check draw loaded, the whole tuning draw is the pool and the check draw the read
+    part."""
     prem = [i.group for i in data.items]
-    pool_side = np.array([bucket(f"zh-loop:{g}", seed) % 2 == 0 for g in prem])
+    checked = np.array([i.gold_id.startswith("check:") for i in data.items])
+    pool_side = (~checked if checked.any()
+                 else np.array([bucket(f"zh-loop:{g}", seed) % 2 == 0 for g in prem]))
     if scope in DATASET:
         mine = data.datasets == DATASET[scope]
         return np.flatnonzero(mine & pool_side), np.flatnonzero(mine & ~pool_side)
@@ -259,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scopes", nargs="+", default=list(SCOPES), choices=SCOPES)
     parser.add_argument("--arms", nargs="+", default=["queue", "random"],
                         choices=["queue", "random"])
+    parser.add_argument("--read-check", type=Path, metavar="CHECK_DB",
+                        help="the one read of the check draw: review the whole tuning draw, "
+                             "read the check draw (judged into CHECK_DB by the default config)")
     parser.add_argument("--output", type=Path,
                         default=ROOT / "reports" / "chinese_review_loop.json")
     parser.add_argument("--plot", type=Path,
@@ -269,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     command = "python " + " ".join(shlex.quote(a) for a in [
         "research/chinese_review_loop.py", *(sys.argv[1:] if argv is None else argv)])
-    data, raw, head, plain, threshold, about = load(args.db)
+    data, raw, head, plain, threshold, about = load(args.db, args.read_check)
     first_pool = split(data, args.scopes[0], args.seeds[0])[0]
     equivalence = check_judge_fit(data, head, raw, first_pool[:args.round_size], args.folds)
     print(f"judge fit's way and this script's: {equivalence}", file=sys.stderr)
@@ -278,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         "db": shown(args.db), "default_version": data.version, "inputs": about,
         "n": len(data.items), "start": {"head": "v5 (default), its language offset kept",
                                         "threshold_0.9_0.9": threshold},
+        "read": "the check draw (read once)" if args.read_check else "the tuning draw",
         "settings": {"seeds": args.seeds, "rounds": args.rounds, "round_size": args.round_size,
                      "folds_per_round": args.folds, "arms": args.arms,
                      "split": "premises ~50/50 by seeded hash (zh-loop:<premise>): pool / "
