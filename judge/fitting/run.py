@@ -278,13 +278,13 @@ def fit_and_measure(
     prior = current_rule(data.config, domain) if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
     shift = kept_shift(data.config, domain)
-    fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
-                            prior, origin, shift)
+    folds = folds_of(fit_items, seed=seed)
+    fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift)
     candidate = candidate_config(data.config, fitted, domain)
     point_gold = None
     if isinstance(fitted.model, ProbeHead) and fitted.out_of_fold is not None:
         point_gold = unseen_scores(fit_items, held, fitted.model,
-                                   fitted.out_of_fold[1][:, 0], queue_recall)
+                                   fitted.out_of_fold[1][:, 0], queue_recall, folds)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
         candidate_version=version_of(candidate), candidate=candidate, domain=domain,

@@ -199,6 +199,9 @@ def test_a_written_head_brings_its_queue_threshold_set_out_of_fold(
         expected = set_operating_point(gold.scores, gold.problems, target_recall=0.9,
                                        confidence=0.9)
         assert point.threshold == expected.threshold
+        # the points are on the stacked score, its weights fitted out of fold on the same folds
+        assert gold.spec is not None and point.spec == gold.spec
+        assert point.statement.startswith("stacked score <")
         # in-sample support would differ: the point is not set on the fitted head's own scores
         vectors = np.array([signal_vectors(judged["items"])[i["claim"]]
                             for i in judged["items"]])
