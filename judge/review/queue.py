@@ -6,8 +6,9 @@ evidence), every answer the judge refused to grade (self-grading), and a seeded 
 of the claims that passed, so the pass rate can be estimated.
 
 Which claims are flagged follows the judge version's **operating point**
-(:mod:`judge.review.triage`): a claim whose support score is below the threshold set from
-human gold for a target recall, or that the program forces (a failed check, a
+(:mod:`judge.review.triage`): a claim whose flag score (its support, or the stacked score the
+point names) is below the threshold set from human gold for a target recall, or that the
+program forces (a failed check, a
 ``judge_error``, an uncovered sentence ...). For a judge that gives no support score, its
 labels and review reasons flag (a label other than ``supported``, a failed check, a missing
 citation, weak evidence).

@@ -4,8 +4,10 @@ from human gold.
 A claim goes to people when the program or the judge *forces* it (:func:`forced`: a
 ``judge_error``, a failed deterministic check, an invented quote, a sentence the split left
 uncovered, a call another model answered, or a flag kept by measurement,
-:data:`KEPT_FLAGS`), or when its support score (the judge's probability that the claim is
-supported) is below the **operating point**'s threshold. Refused answers always go.
+:data:`KEPT_FLAGS`), or when its flag score (the judge's probability that the claim is
+supported, or the stacked score of it and the evidence strength when the point's ``score``
+spec says so, :mod:`judge.review.score`) is below the **operating point**'s threshold.
+Refused answers always go.
 
 The threshold is set per judge version (and per domain, where the domain's own gold is
 enough) by :func:`calibration.operating_point.set_operating_point`: the smallest threshold
