@@ -17,7 +17,8 @@ false alarms at exactly 90% recall.
 
 Fresh: the gold file's claims matched to the stored verdicts of ``--fresh-version`` (0 model
 calls), scored by :func:`judge.evaluation.operating.gold_scores` under each packaged point of
-``--points`` (the support-only point and the stacked one), the packaged thresholds applied.
+``--points`` (its support-only points, ``support_only_points``, and its stacked points), the
+packaged thresholds applied.
 """
 
 from __future__ import annotations
@@ -72,6 +73,40 @@ def measure(scores: np.ndarray, problems: np.ndarray, datasets: np.ndarray
     return out
 
 
+def paired(base: np.ndarray, stacked: np.ndarray, problems: np.ndarray, groups: list[str],
+           n_boot: int, seed: int = 0) -> dict[str, Any]:
+    """Stacked minus support in false alarms and load, each threshold re-set by the bound on
+    every resample of whole groups (seeded; the out-of-fold scores held fixed), with the 95%
+    percentile interval."""
+    by: dict[str, list[int]] = {}
+    for k, g in enumerate(groups):
+        by.setdefault(g, []).append(k)
+    keys = sorted(by)
+    rng = np.random.default_rng(seed)
+    draws = [np.concatenate([by[keys[g]] for g in rng.integers(0, len(keys), len(keys))])
+             for _ in range(n_boot)]
+
+    def diff(idx: np.ndarray, t: float, c: float) -> tuple[float, float]:
+        out = []
+        for s in (stacked, base):
+            thr = threshold_of(operating_point(s[idx], problems[idx], t, c))
+            flagged = s[idx] < thr
+            out.append((float(flagged[~problems[idx]].mean()), float(flagged.mean())))
+        return out[0][0] - out[1][0], out[0][1] - out[1][1]
+
+    result: dict[str, Any] = {}
+    for t, c in POINTS:
+        value = diff(np.arange(len(base)), t, c)
+        boots = np.array([diff(d, t, c) for d in draws])
+        result[f"{t}/{c}"] = {
+            name: {"value": round(value[j], 4),
+                   "ci_low": round(float(np.quantile(boots[:, j], 0.025)), 4),
+                   "ci_high": round(float(np.quantile(boots[:, j], 0.975)), 4),
+                   "draws": n_boot, "unit": "group", "seed": seed}
+            for j, name in enumerate(("false_alarm", "load"))}
+    return result
+
+
 def pct(e: dict[str, Any]) -> str:
     if e.get("value") is None:
         return "-"
@@ -103,10 +138,13 @@ def tuning(args: argparse.Namespace) -> dict[str, Any]:
     out = {"n": len(p), "problems": int(p.sum()), "l2": args.l2,
            "weights_on_all": stack.spec.as_dict(), "n_fit": stack.n_fit,
            "support": measure(base, p, data.datasets),
-           "stacked": measure(stacked, p, data.datasets)}
+           "stacked": measure(stacked, p, data.datasets),
+           "paired": paired(base, stacked, p, [i.group for i in data.items], args.bootstrap)}
     table("support (out of fold)", out["support"])
     table("stacked (out of fold)", out["stacked"])
     print("weights on all:", out["weights_on_all"])
+    for key, d in out["paired"].items():
+        print(f"stacked - support, {key}: false alarms {d['false_alarm']}, load {d['load']}")
     return out
 
 
@@ -121,11 +159,13 @@ def fresh(args: argparse.Namespace) -> dict[str, Any]:
     store = Store.open(snapshot(args.fresh_db, None))
     out: dict[str, Any] = {"file": str(args.fresh), "sha256": gold.sha256,
                            "version": args.fresh_version, "points": {}}
-    for name, spec_raw, points in (("support", None, packaged.get("support_points")
-                                    or packaged["points"]),
-                                   ("stacked", packaged.get("score"), packaged["points"])):
-        spec = parse_spec(spec_raw)
-        if name == "stacked" and spec is None:
+    stacked_spec = parse_spec(packaged["points"][0].get("score"))
+    for name, spec, points in (("support", None, packaged.get("support_only_points")
+                                or packaged["points"]),
+                               ("stacked", stacked_spec, packaged["points"])):
+        if name == "support" and stacked_spec is None:
+            name = "support (the file's points)"
+        elif name == "stacked" and spec is None:
             continue
         data = gold_scores(store, gold, args.fresh_version, spec=spec)
         s, p = np.asarray(data.scores), np.asarray(data.problems)
@@ -158,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", default=DEFAULT_VERSION)
     parser.add_argument("--l2", type=float, default=300.0,
                         help="the head's L2 strength (300: the grouped-CV rule's choice)")
+    parser.add_argument("--bootstrap", type=int, default=300,
+                        help="group resamples of the paired difference")
     parser.add_argument("--fresh", type=Path, help="a held-back gold file, read once")
     parser.add_argument("--fresh-db", type=Path, default=ROOT.parent / "out" / "fresh.db")
     parser.add_argument("--fresh-version", default=None)

@@ -162,7 +162,14 @@ def version_spec(store: Store, judge_version: str, domain: str = "") -> ScoreSpe
     found = [r for r in store.judge_versions() if r["id"] == judge_version]
     config = json.loads(found[0]["config"]) if found else {}
     sha = _head_sha(config, domain)
-    packaged = packaged_points(sha) if sha else None
+    return packaged_spec(sha) if sha else None
+
+
+def packaged_spec(head_sha256: str) -> ScoreSpec | None:
+    """The score spec the points packaged with this head name (None: none, or the support
+    score): the form `judge fit` sets a candidate's points in and `judge queue threshold`
+    re-sets a threshold in."""
+    packaged = packaged_points(head_sha256)
     specs = [parse_spec(p.get("score")) for p in (packaged or {}).get("points", [])]
     return next((s for s in specs if s is not None), None)
 
