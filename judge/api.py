@@ -587,6 +587,7 @@ def fit(
                 {"file": f"judge fit: {result.gold.get('file')} (out of fold)",
                  "sha256": result.gold.get("sha256")},
                 point_targets(queue_recall), created_by="judge fit",
-                gold_source=f"judge fit of {result.gold.get('file')}, out of fold")
+                gold_source=f"judge fit of {result.gold.get('file')}, out of fold",
+                spec=result.point_gold.spec)
             result.points_stored = [r["id"] for r in rows]
     return result

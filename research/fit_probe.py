@@ -106,6 +106,17 @@ def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: Probe
     version = loaded.version
     data = data_of(items, loaded.config, version, {}, set())
     scores = flag_scores(data, np.arange(len(data.items)), pred, probs[:, 0])
+    spec = None
+    support_points: list[dict[str, Any]] = []
+    if args.score == "stacked":  # weights out of fold on the same folds (judge fit's rule)
+        from judge.fitting.stack import fit_stack
+
+        stack = fit_stack(scores.tolist(), [i.row.get("strength") for i in items],
+                          data.problems.tolist(), data.fold)
+        spec = stack.spec
+        support_points = point_entries(scores.tolist(), data.problems.tolist(),
+                                       data.datasets.tolist())[1]
+        scores = np.asarray(stack.out_of_fold)
     about = gold_about(args.gold, golds)
     n = len(data.items)
     out: dict[str, Any] = {
@@ -122,6 +133,13 @@ def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: Probe
     }
     out["method"], out["points"] = point_entries(scores.tolist(), data.problems.tolist(),
                                                  data.datasets.tolist())
+    if spec is not None:
+        out["scores_from"] += ("; the stacked score's weights fitted out of fold on the same "
+                               "folds (judge.fitting.stack), those kept fitted on every claim")
+        for p in out["points"]:
+            p["statement"] = p["statement"].replace("support <", "stacked score <", 1)
+            p["score"] = spec.as_dict()
+        out["support_only_points"] = support_points
     args.operating.parent.mkdir(parents=True, exist_ok=True)
     args.operating.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
                               encoding="utf-8")
@@ -142,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="write the report here")
     parser.add_argument("--operating", type=Path,
                         help="write the head's packaged operating points here (out of fold)")
+    parser.add_argument("--score", choices=("support", "stacked"), default="support",
+                        help="the flag score the packaged points are set on: support, or the "
+                             "stacked score of support and evidence strength")
     args = parser.parse_args(argv)
     if args.first is not None and len(args.gold) > 1:
         parser.error("--first takes one --gold file")

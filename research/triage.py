@@ -100,6 +100,7 @@ from judge.fitting.probe import (  # noqa: E402
 from judge.fitting.split import bucket, folds_of  # noqa: E402
 from judge.labels import JUDGE_ERROR  # noqa: E402
 from judge.review.queue import claim_reasons  # noqa: E402
+from judge.review.score import ScoreSpec  # noqa: E402
 from judge.review.triage import ALWAYS, KEPT_FLAGS, forced  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
@@ -250,12 +251,18 @@ def model_reasons(pred: np.ndarray, support: np.ndarray, strength: np.ndarray,
 
 
 def flag_scores(data: Data, idx: np.ndarray, pred: np.ndarray, support: np.ndarray,
-                always: Callable[[list[str]], bool] | None = None) -> np.ndarray:
+                always: Callable[[list[str]], bool] | None = None,
+                spec: ScoreSpec | None = None) -> np.ndarray:
     """Flag scores of the items ``idx`` given their head's labels and support scores:
     ``-inf`` when the queue takes the claim whatever its score (default
-    :func:`judge.review.triage.forced`, with the flags kept there)."""
+    :func:`judge.review.triage.forced`, with the flags kept there); else the support, or under
+    a score ``spec`` the score :func:`judge.review.triage.flag_score` gives (the stored
+    strength; none: ``-inf``)."""
     reasons = model_reasons(pred, support, data.strength[idx], data.strength_below)
     out = np.array(support, dtype=float).copy()
+    if spec is not None:
+        out = np.array([spec.score(float(s), data.items[int(k)].row.get("strength"))
+                        for s, k in zip(support, idx, strict=True)])
     for j, k in enumerate(idx):
         every = data.program_reasons[int(k)] + reasons[j]
         take = always(every) if always is not None else forced(data.items[int(k)].row["label"],

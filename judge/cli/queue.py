@@ -383,8 +383,9 @@ def threshold(
         None, "--config", "-c", help="Judge config whose review table gives the defaults."),
     as_json: bool = typer.Option(False, "--json", help="Print the points as JSON."),
 ) -> None:
-    """Set the queue's operating point from human gold: the support threshold that catches
-    the target recall of problem claims with the stated confidence (exact binomial bound,
+    """Set the queue's operating point from human gold: the threshold on the flag score
+    (support, or the stacked score the version's packaged point names) that catches the
+    target recall of problem claims with the stated confidence (exact binomial bound,
     docs/review.md#triage). Stored with the gold's hash, size and bound; the next `judge
     queue build` uses it. Zero model calls."""
     from judge.cli.common import load_config
@@ -393,7 +394,7 @@ def threshold(
     from judge.evaluation.operating import gold_scores, set_point
     from judge.fitting import FitRefused
     from judge.fitting.items import gold_from_store
-    from judge.review.triage import TriageError
+    from judge.review.triage import TriageError, version_spec
 
     review = load_config(config).review
     target = review.target_recall if recall is None else recall
@@ -409,6 +410,9 @@ def threshold(
         else:
             gold_file = gold_from_store(store)
         data = gold_scores(store, gold_file, judge_version)
+        spec = version_spec(store, data.judge_version)
+        if spec is not None:  # the packaged point's score form; the threshold set here
+            data = gold_scores(store, gold_file, data.judge_version, spec=spec)
         wanted = list(domain or [])
         automatic = not wanted
         if automatic:

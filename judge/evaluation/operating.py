@@ -5,6 +5,7 @@ hash, size and bound. Which point decides a queue is :mod:`judge.review.triage`'
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from judge.evaluation.calibrate import gold_summary, matched_gold
 from judge.evaluation.gold import GoldFile
 from judge.hashing import content_hash
 from judge.labels import Label
+from judge.review.score import ScoreSpec
 from judge.review.triage import TriageError, domains_of, flag_score
 from judge.store import Store
 
@@ -30,19 +32,23 @@ class GoldScores:
     domains: list[str]
     #: gold claims the version gives no support score (a strategy without one)
     unscored: int = 0
+    #: how the scores were formed (:mod:`judge.review.score`; None: the support score)
+    spec: ScoreSpec | None = None
 
 
-def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None) -> GoldScores:
+def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None,
+                spec: ScoreSpec | None = None) -> GoldScores:
     """The gold items matched to the stored verdicts of ``judge_version`` (default: the one
-    that judged them), with each claim's flag score, whether people rejected it, its design
-    weight and its domain (the answer's tag, else the gold item's dataset)."""
+    that judged them), with each claim's flag score (under the score ``spec``; None: the
+    support score), whether people rejected it, its design weight and its domain (the
+    answer's tag, else the gold item's dataset)."""
     matching = matched_gold(store, gold, judge_version)
     rows = matching.matched
     domains = domains_of(store, (m.row["answer_id"] for m in rows))
     out = GoldScores(matching.judge_version, gold_summary(gold, len(gold.entries), matching),
-                     [], [], [], [])
+                     [], [], [], [], spec=spec)
     for m in rows:
-        score = flag_score(m.row)
+        score = flag_score(m.row, spec=spec)
         if score is None:
             out.unscored += 1
             continue
@@ -69,7 +75,10 @@ def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall
         target_recall=target_recall, confidence=confidence,
         weights=[data.weights[i] for i in keep])
     stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-    report = {**point.model_dump(mode="json"), "statement": point.statement(),
+    statement = point.statement()
+    if data.spec is not None:
+        statement = statement.replace("support <", "stacked score <", 1)
+    report = {**point.model_dump(mode="json"), "statement": statement,
               "unscored": data.unscored}
     row = {
         "id": "op-" + content_hash([data.judge_version, domain, target_recall, confidence,
@@ -82,22 +91,22 @@ def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall
         "gold_sha256": data.gold.get("sha256"), "n_gold": point.n,
         "n_problems": point.n_problems, "report": report, "created_at": stamp,
         "created_by": created_by,
+        "score": None if data.spec is None else json.dumps(data.spec.as_dict()),
     }
     store.insert_operating_point(row)
     return point, row
 
 
-
-
 def set_points(store: Store, judge_version: str, domain: str, scores: list[float],
                problems: list[bool], gold: dict[str, Any],
                targets: list[tuple[float, float]], *, created_by: str | None = None,
-               gold_source: str = "") -> list[dict[str, Any]]:
+               gold_source: str = "", spec: ScoreSpec | None = None) -> list[dict[str, Any]]:
     """Set and store a point per (target recall, confidence) of ``targets`` from flag scores
-    already computed (``judge fit``'s out-of-fold scores of its candidate); the stored rows."""
+    already computed (``judge fit``'s out-of-fold scores of its candidate, formed under
+    ``spec``); the stored rows."""
     n = len(scores)
     data = GoldScores(judge_version, gold, list(scores), list(problems), [1.0] * n,
-                      [domain] * n)
+                      [domain] * n, spec=spec)
     return [set_point(store, data, domain=domain, target_recall=t, confidence=c,
                       created_by=created_by, gold_source=gold_source)[1]
             for t, c in targets]

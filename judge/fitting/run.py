@@ -36,6 +36,7 @@ from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
 from judge.outputs import write_text
 from judge.records.models import DOMAIN_PATTERN
+from judge.review.triage import packaged_spec
 from judge.store import Store
 
 
@@ -278,13 +279,17 @@ def fit_and_measure(
     prior = current_rule(data.config, domain) if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
     shift = kept_shift(data.config, domain)
-    fitted = fit_items_rule(fit_items, folds_of(fit_items, seed=seed), names, queue_recall,
-                            prior, origin, shift)
+    folds = folds_of(fit_items, seed=seed)
+    fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift)
     candidate = candidate_config(data.config, fitted, domain)
     point_gold = None
     if isinstance(fitted.model, ProbeHead) and fitted.out_of_fold is not None:
+        # the flag score's form follows the baseline head's packaged point (stacked or not)
+        stacked = data.config.probe_head is not None and \
+            packaged_spec(data.config.probe_head.sha256) is not None
         point_gold = unseen_scores(fit_items, held, fitted.model,
-                                   fitted.out_of_fold[1][:, 0], queue_recall)
+                                   fitted.out_of_fold[1][:, 0], queue_recall,
+                                   folds if stacked else None)
     result = FitResult(
         baseline_version=data.version, baseline=data.config,
         candidate_version=version_of(candidate), candidate=candidate, domain=domain,

@@ -47,14 +47,15 @@ def draw(cands: Sequence[Candidate], options: QueueOptions, order: Sequence[str]
 
 def nearest_passed(passed: Sequence[Candidate], others: int, options: QueueOptions
                    ) -> set[str]:
-    """The subjects of the passed claims nearest the threshold (lowest support first), so
-    many that they make ``informative_share`` of the queue (``others``: the items the queue
-    takes besides passed claims; the passed sample is added to it as it will be)."""
+    """The subjects of the passed claims nearest the threshold (lowest flag score first: the
+    score of the claim's operating point, :func:`judge.review.triage.flag_score`), so many
+    that they make ``informative_share`` of the queue (``others``: the items the queue takes
+    besides passed claims; the passed sample is added to it as it will be)."""
     share = options.informative_share
-    scored = [c for c in passed if c.support is not None]
+    scored = [c for c in passed if c.score is not None]
     if share <= 0 or not scored:
         return set()
     expected = others + sample_size(len(passed), options.sample_rate, options.min_sample)
     n = min(len(scored), math.ceil(share / (1 - share) * expected - 1e-9))
-    scored.sort(key=lambda c: (c.support, c.subject))
+    scored.sort(key=lambda c: (c.score, c.subject))
     return {c.subject for c in scored[:n]}

@@ -6,8 +6,9 @@ evidence), every answer the judge refused to grade (self-grading), and a seeded 
 of the claims that passed, so the pass rate can be estimated.
 
 Which claims are flagged follows the judge version's **operating point**
-(:mod:`judge.review.triage`): a claim whose support score is below the threshold set from
-human gold for a target recall, or that the program forces (a failed check, a
+(:mod:`judge.review.triage`): a claim whose flag score (its support, or the stacked score the
+point names) is below the threshold set from human gold for a target recall, or that the
+program forces (a failed check, a
 ``judge_error``, an uncovered sentence ...). For a judge that gives no support score, its
 labels and review reasons flag (a label other than ``supported``, a failed check, a missing
 citation, weak evidence).
@@ -60,7 +61,7 @@ from judge.review.reviews import (
     current_reviews,
     subject_state,
 )
-from judge.review.triage import PASSED_STRATA, ActivePoint, PointFinder, flag_score
+from judge.review.triage import PASSED_STRATA, ActivePoint, PointFinder
 
 if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
     from judge.store import Store
@@ -261,7 +262,7 @@ def classify(row: dict[str, Any], rank: dict[str, int], point: ActivePoint | Non
     (:mod:`judge.review.triage`); otherwise its labels and reasons do."""
     reasons = claim_reasons(row)
     found = categories(row, reasons)
-    flagged = point.flags(flag_score(row, reasons)) if point is not None else None
+    flagged = point.flags(point.score_of(row, reasons)) if point is not None else None
     if flagged is None:
         flagged = bool(found) or bool(row["review"])
     elif flagged:
@@ -313,6 +314,12 @@ class Candidate:
     idx: int = 0
     risk: float = 1.0  # see risk()
     support: float | None = None
+    #: the flag score under the claim's operating point (its support without a spec)
+    score: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.score is None:
+            self.score = self.support
 
 
 @dataclass
@@ -350,13 +357,15 @@ def _candidates(store: Store, run_ids: list[str], order: tuple[str, ...],
         rows = list(store.verdict_rows(run_id=run_id))
         point_of.prefetch(r["answer_id"] for r in rows)
         for row in rows:
-            reasons, stratum, category = classify(row, rank, point_of(row))
+            point = point_of(row)
+            reasons, stratum, category = classify(row, rank, point)
             cand = Candidate(
                 subject=row["claim_id"], kind="claim", answer_id=row["answer_id"],
                 claim_id=row["claim_id"], verdict_id=row["id"],
                 judge_version=row["judge_version"], run_id=row["run_id"], reasons=reasons,
                 stratum=stratum, category=category, rank=rank[category], idx=row["idx"],
                 risk=risk(row.get("support"), reasons), support=row.get("support"),
+                score=point.score_of(row, reasons) if point is not None else row.get("support"),
             )
             prev = by_subject.get(cand.subject)
             # Across judge versions a claim is one item: its most urgent verdict wins.

@@ -4,8 +4,10 @@ from human gold.
 A claim goes to people when the program or the judge *forces* it (:func:`forced`: a
 ``judge_error``, a failed deterministic check, an invented quote, a sentence the split left
 uncovered, a call another model answered, or a flag kept by measurement,
-:data:`KEPT_FLAGS`), or when its support score (the judge's probability that the claim is
-supported) is below the **operating point**'s threshold. Refused answers always go.
+:data:`KEPT_FLAGS`), or when its flag score (the judge's probability that the claim is
+supported, or the stacked score of it and the evidence strength when the point's ``score``
+spec says so, :mod:`judge.review.score`) is below the **operating point**'s threshold.
+Refused answers always go.
 
 The threshold is set per judge version (and per domain, where the domain's own gold is
 enough) by :func:`calibration.operating_point.set_operating_point`: the smallest threshold
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import JudgeError
 from judge.labels import JUDGE_ERROR, Label
+from judge.review.score import ScoreSpec, parse_spec
 
 if TYPE_CHECKING:
     from judge.config.review import ReviewSettings
@@ -70,11 +73,15 @@ def forced(label: str, reasons: Iterable[str]) -> bool:
     return any(r in ALWAYS or r in KEPT_FLAGS or r.startswith("check:") for r in reasons)
 
 
-def flag_score(row: dict[str, Any], reasons: list[str] | None = None) -> float | None:
-    """A stored verdict row's flag score: its support, ``-inf`` when it is :func:`forced`, and
-    None when the judge gives no support (strategies that answer with a label: the queue
-    then follows the labels and review reasons, as before operating points). ``reasons``:
-    the row's :func:`~judge.review.queue.claim_reasons`, when the caller has them."""
+def flag_score(row: dict[str, Any], reasons: list[str] | None = None,
+               spec: ScoreSpec | None = None) -> float | None:
+    """A stored verdict row's flag score: ``-inf`` when it is :func:`forced`; None when the
+    judge gives no support (strategies that answer with a label: the queue then follows the
+    labels and review reasons, as before operating points); else its support, or, under an
+    operating point's score ``spec`` (:mod:`judge.review.score`), the stacked score of its
+    support and evidence strength (``-inf`` without a strength: fail closed). ``reasons``:
+    the row's :func:`~judge.review.queue.claim_reasons`, when the caller has them. The one
+    place a claim is scored for flagging."""
     if reasons is None:
         from judge.review.queue import claim_reasons
 
@@ -82,7 +89,11 @@ def flag_score(row: dict[str, Any], reasons: list[str] | None = None) -> float |
     if forced(row["label"], reasons):
         return -math.inf
     support = row.get("support")
-    return None if support is None else float(support)
+    if support is None:
+        return None
+    if spec is None:
+        return float(support)
+    return spec.score(float(support), row.get("strength"))
 
 
 # -- the point a queue uses -----------------------------------------------------------------------
@@ -103,9 +114,20 @@ class ActivePoint:
     gold_sha256: str | None = None
     n_gold: int | None = None
     n_problems: int | None = None
+    #: how the flag score is formed (:mod:`judge.review.score`; None: the support score)
+    score: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def spec(self) -> ScoreSpec | None:
+        return parse_spec(self.score)
+
+    def score_of(self, row: dict[str, Any], reasons: list[str] | None = None
+                 ) -> float | None:
+        """A verdict row's flag score under this point's spec (:func:`flag_score`)."""
+        return flag_score(row, reasons, self.spec)
 
     def flags(self, score: float | None) -> bool | None:
         """Whether the point sends a claim of this flag score to people (None: no score)."""
@@ -126,6 +148,32 @@ def packaged_points(head_sha256: str) -> dict[str, Any] | None:
     return None
 
 
+def _spec_dict(raw: Any) -> dict[str, Any] | None:
+    """A stored or packaged ``score`` entry as a checked dict (None: the support score)."""
+    spec = parse_spec(raw)
+    return None if spec is None else spec.as_dict()
+
+
+def version_spec(store: Store, judge_version: str, domain: str = "") -> ScoreSpec | None:
+    """The score spec of the point packaged with the head of ``judge_version`` (for
+    ``domain``), None when there is none or it names none: the form `judge queue threshold`
+    re-sets a threshold under (the weights stay those fitted on the project's gold; only the
+    threshold is set on the team's)."""
+    found = [r for r in store.judge_versions() if r["id"] == judge_version]
+    config = json.loads(found[0]["config"]) if found else {}
+    sha = _head_sha(config, domain)
+    return packaged_spec(sha) if sha else None
+
+
+def packaged_spec(head_sha256: str) -> ScoreSpec | None:
+    """The score spec the points packaged with this head name (None: none, or the support
+    score): the form `judge fit` sets a candidate's points in and `judge queue threshold`
+    re-sets a threshold in."""
+    packaged = packaged_points(head_sha256)
+    specs = [parse_spec(p.get("score")) for p in (packaged or {}).get("points", [])]
+    return next((s for s in specs if s is not None), None)
+
+
 def _head_sha(config: dict[str, Any], domain: str) -> str | None:
     rule = (config.get("domain_rules") or {}).get(domain) if domain else None
     ref = (rule or {}).get("probe_head") or config.get("probe_head")
@@ -143,7 +191,7 @@ def active_point(store: Store, judge_version: str, domain: str, settings: Review
             return ActivePoint(
                 judge_version, where, "gold", row["threshold"], target, conf,
                 row["report"]["statement"], row["id"], row["gold_sha256"], row["n_gold"],
-                row["n_problems"])
+                row["n_problems"], _spec_dict(row.get("score")))
     if config is None:
         found = [r for r in store.judge_versions() if r["id"] == judge_version]
         config = json.loads(found[0]["config"]) if found else {}
@@ -157,7 +205,7 @@ def active_point(store: Store, judge_version: str, domain: str, settings: Review
                     f"{p['statement']} (the default set on {packaged['gold']['description']};"
                     " set it on your own gold with `judge queue threshold`)",
                     f"default:{packaged['file']}", packaged["gold"]["sha256"], p["n"],
-                    p["n_problems"])
+                    p["n_problems"], _spec_dict(p.get("score")))
     below = float(config.get("review_support_below") or 0.0)
     return ActivePoint(
         judge_version, "", "configured", None, target, conf,

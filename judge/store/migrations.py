@@ -535,6 +535,13 @@ def m012_operating_points(db: sqlite_utils.Database) -> None:
     db.table("queue_items").add_column("support", float)
 
 
+@migration
+def m013_operating_point_score(db: sqlite_utils.Database) -> None:
+    """An operating point's flag score spec (:mod:`judge.review.score`, JSON): how the score
+    its threshold is on is formed. NULL (every point set before) means the support score."""
+    db.table("operating_points").add_column("score", str)
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

@@ -199,6 +199,9 @@ def test_a_written_head_brings_its_queue_threshold_set_out_of_fold(
         expected = set_operating_point(gold.scores, gold.problems, target_recall=0.9,
                                        confidence=0.9)
         assert point.threshold == expected.threshold
+        # the baseline head's packaged point names no score spec: the points stay on support
+        assert gold.spec is None and point.spec is None
+        assert point.statement.startswith("support <")
         # in-sample support would differ: the point is not set on the fitted head's own scores
         vectors = np.array([signal_vectors(judged["items"])[i["claim"]]
                             for i in judged["items"]])
@@ -215,6 +218,38 @@ def test_a_written_head_brings_its_queue_threshold_set_out_of_fold(
         assert len(store.operating_point_rows()) == before
     finally:
         store.close()
+
+
+def test_under_a_stacked_default_a_fit_sets_its_points_on_the_stacked_score_out_of_fold(
+    judged: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the baseline head's packaged point is on the stacked score, the fit's points are
+    too: the weights fitted on the fit's out-of-fold supports, each fitted claim's stacked
+    score from weights fitted without its fold, the spec stored with the points."""
+    from calibration.operating_point import set_operating_point
+    from judge.config.review import ReviewSettings
+    from judge.fitting import run
+    from judge.review.score import parse_spec
+    from judge.review.triage import active_point
+
+    stacked = parse_spec({"kind": "stacked-v1", "weights": {
+        "intercept": 0.0, "support_logit": 1.0, "strength": 0.0}})
+    monkeypatch.setattr(run, "packaged_spec", lambda sha: stacked)
+    result = fit(judged["gold"], db=judged["db"], output=tmp_path / "new.toml")
+    gold = result.point_gold
+    assert gold is not None and gold.spec is not None and gold.spec != stacked
+    assert result.to_dict()["operating_points"]["score"] == gold.spec.as_dict()
+    store = Store.open(judged["db"])
+    try:
+        point = active_point(store, result.candidate_version, "", ReviewSettings())
+    finally:
+        store.close()
+    assert point.source == "gold" and point.spec == gold.spec
+    assert point.statement.startswith("stacked score <")
+    assert point.threshold == set_operating_point(gold.scores, gold.problems,
+                                                  target_recall=0.9,
+                                                  confidence=0.9).threshold
+    assert judged["fake"].calls == []  # replayed from the stored vectors
 
 
 def test_a_fit_keeps_the_language_shift_of_the_head_deciding_now(tmp_path: Path) -> None:

@@ -271,3 +271,137 @@ def test_the_embedded_default_head_comes_with_a_point_for_the_default_target() -
     assert 0.0 < point["threshold"] < 1.0
     assert point["n_problems"] >= min_problems(0.9, 0.9)
     assert point["gold_recall"]["value"] >= 0.9 and point["miss_bound"] <= 0.1
+
+
+# -- the stacked flag score (a point's score spec) ------------------------------------------
+
+STACKED = {"kind": "stacked-v1",
+           "weights": {"intercept": 0.5, "support_logit": 1.2, "strength": -0.8}}
+
+
+def test_a_score_spec_forms_the_flag_score_and_without_one_it_is_the_support() -> None:
+    from judge.review.score import ScoreSpecError, parse_spec
+    from judge.review.triage import ActivePoint, flag_score
+
+    spec = parse_spec(STACKED)
+    assert spec is not None and parse_spec(spec.as_dict()) == spec
+    assert parse_spec(json.dumps(STACKED)) == spec and parse_spec(None) is None
+    with pytest.raises(ScoreSpecError):
+        parse_spec({"kind": "stacked-v9", "weights": STACKED["weights"]})
+    with pytest.raises(ScoreSpecError):
+        parse_spec({"kind": "stacked-v1", "weights": {"intercept": 1.0}})
+    row = {"label": "supported", "support": 0.7, "strength": 0.9}
+    z = 0.5 + 1.2 * math.log(0.7 / 0.3) - 0.8 * 0.9
+    assert flag_score(row, [], spec) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert flag_score(row, []) == 0.7  # no spec: the support, as before specs
+    # forced claims stay -inf, claims without support stay None, a missing strength flags
+    assert flag_score(row, ["check:numbers_match"], spec) == -math.inf
+    assert flag_score({**row, "support": None}, [], spec) is None
+    assert flag_score({**row, "strength": None}, [], spec) == -math.inf
+    point = ActivePoint("v", "", "gold", 0.5, 0.9, 0.9, "s", score=spec.as_dict())
+    assert point.flags(point.score_of({**row, "strength": None}, [])) is True
+    plain = ActivePoint("v", "", "gold", 0.5, 0.9, 0.9, "s")
+    assert plain.spec is None and plain.score_of(row, []) == 0.7
+
+
+def stacked_point(store: Store, gold: Path, weights: dict[str, float]) -> tuple[Any, float]:
+    """Set and store a 0.9/0.9 point under a stacked spec with ``weights``: (spec, threshold)."""
+    from judge.evaluation.gold import read_gold
+    from judge.evaluation.operating import gold_scores, set_point
+    from judge.review.score import parse_spec
+
+    spec = parse_spec({"kind": "stacked-v1", "weights": weights})
+    data = gold_scores(store, read_gold(gold), spec=spec)
+    point, row = set_point(store, data)
+    assert json.loads(row["score"]) == STACKED | {"weights": weights}
+    assert point.statement().startswith("support <")  # the model's own sentence
+    assert row["report"]["statement"].startswith("stacked score <")
+    return spec, float(point.threshold)
+
+
+def test_a_queue_under_a_stacked_point_flags_the_rows_whose_stacked_score_is_below_it(
+        judged: dict[str, Any], store: Store) -> None:
+    from judge.config.review import ReviewSettings
+    from judge.review.triage import active_point
+
+    assert all(r["strength"] is not None for r in judged["rows"].values())
+    # the fake judge's evidence is equally strong for every claim: spread it (seeded)
+    rng = random.Random(7)
+    with store.transaction():
+        for r in judged["rows"].values():
+            store.db.execute("update verdicts set strength = ? where id = ?",
+                             [round(rng.uniform(0.2, 1.0), 3), r["id"]])
+    rows = {r["claim"]: r for r in store.verdict_rows()}
+    spec, threshold = stacked_point(store, judged["gold"], STACKED["weights"])
+    version = store.judge_versions()[0]["id"]
+    point = active_point(store, version, "archive", ReviewSettings())
+    assert point.spec == spec and point.threshold == threshold  # read back from the store
+    expected = {c for c, r in rows.items() if spec.score(r["support"], r["strength"])
+                < threshold}
+    summary = build_queue(store, options=QueueOptions(**NO_SAMPLES))
+    assert flagged_claims(store, summary.queue_id) == expected
+    assert summary.operating_points[0]["score"] == spec.as_dict()
+    # another spec (strength weighs more) and its threshold flag other claims
+    flipped = {"intercept": -3.0, "support_logit": 1.0, "strength": 6.0}
+    spec2, threshold2 = stacked_point(store, judged["gold"], flipped)
+    expected2 = {c for c, r in rows.items() if spec2.score(r["support"], r["strength"])
+                 < threshold2}
+    assert expected2 != expected
+    again = build_queue(store, options=QueueOptions(**NO_SAMPLES))
+    assert flagged_claims(store, again.queue_id) == expected2
+    # the informative stratum takes the passed claims of lowest stacked score
+    near = build_queue(store, options=QueueOptions(sample_rate=0.0, min_sample=0,
+                                                   double_fraction=0.0,
+                                                   informative_share=0.2))
+    taken = {i["claim_id"] for i in queue_items(store, near.queue_id)
+             if i["stratum"] == "near_threshold"}
+    passed = sorted((spec2.score(r["support"], r["strength"]), r["claim_id"])
+                    for c, r in rows.items() if c not in expected2)
+    assert taken and taken == {cid for _, cid in passed[:len(taken)]}
+    assert len(judged["fake"].calls) == judged["calls"]  # replayed: no model call
+
+
+def test_a_packaged_stacked_point_is_carried_to_the_queue_and_queue_threshold_keeps_it(
+        judged: dict[str, Any], store: Store, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.config.review import ReviewSettings
+    from judge.review import triage
+
+    packaged = tmp_path / "operating"
+    packaged.mkdir()
+    (packaged / "head.json").write_text(json.dumps({
+        "head_sha256": "f" * 64, "gold": {"description": "held-out gold", "sha256": "g" * 64},
+        "points": [{"target_recall": 0.9, "confidence": 0.9, "threshold": 0.42, "n": 300,
+                    "n_problems": 150, "score": STACKED,
+                    "statement": "stacked score < 0.42, set on 300 gold claims"}],
+    }))
+    monkeypatch.setattr(triage, "PACKAGED", packaged)
+    triage.packaged_points.cache_clear()
+    version = store.judge_versions()[0]["id"]
+    config = {"strategy": "probe", "probe_head": {"file": "builtin:x", "sha256": "f" * 64}}
+    point = triage.active_point(store, version, "", ReviewSettings(), config)
+    assert point.source == "default" and point.score == STACKED
+    # `judge queue threshold` re-sets the threshold under the packaged point's spec
+    monkeypatch.setattr(triage, "_head_sha", lambda config, domain: "f" * 64)
+    cli("queue", "threshold", "--db", str(judged["db"]), "--gold", str(judged["gold"]),
+        "--json")
+    gold = triage.active_point(store, version, "", ReviewSettings(), config)
+    assert gold.source == "gold" and gold.score == STACKED
+    triage.packaged_points.cache_clear()
+
+
+def test_every_packaged_point_file_reads_and_a_point_without_a_spec_is_on_support() -> None:
+    from judge.review.score import parse_spec
+    from judge.review.triage import PACKAGED
+
+    files = sorted(PACKAGED.glob("*.json"))
+    assert files
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for p in data["points"]:
+            spec = parse_spec(p.get("score"))
+            word = "support <" if spec is None else "stacked score <"
+            assert p["statement"].startswith(word), path.name
+    v4 = json.loads((PACKAGED / "qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v4.json")
+                    .read_text(encoding="utf-8"))
+    assert all("score" not in p for p in v4["points"])  # v4 stays on the support score
