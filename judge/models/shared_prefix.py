@@ -137,13 +137,7 @@ class PrefixCache:
         """Leave the slot holding exactly ``found.shared`` with its last token evaluated once
         more; ``False`` if a cut did not line up (then the slot state is unknown)."""
         if self._shared != found.shared:
-            if self._common != found.common:
-                if self._evaluate(found.common, cached=False) is None:
-                    return False
-                self._common = found.common
-            if self._evaluate(found.common) != 1:
-                return False
-            if self._evaluate(found.shared) is None:
+            if not self._cut_to(found.common) or self._evaluate(found.shared) is None:
                 return False
             self._shared = found.shared
         return self._evaluate(found.shared) == 1

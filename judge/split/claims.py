@@ -148,6 +148,11 @@ class Split:
     ungrounded: dict[int, str] = field(default_factory=dict)
 
 
+def own_citations(sentence: Sentence) -> bool:
+    """Whether the sentence has citation markers of its own (not a later sentence's)."""
+    return bool(sentence.citations and not sentence.inherited)
+
+
 def skip_accepted(text: str, reason: str, cites: bool = False) -> bool:
     """Whether the program accepts the model's reason for leaving a sentence out: never for
     a sentence with a digit; a question needs a question mark; greetings, filler and advice
@@ -209,7 +214,7 @@ class Splitter:
             return Split(make_claims(answer_id, given, origin="given"))
         texts, kept = self.sentences(record)
         if self.config.split_atomic and 0 < len(kept) <= bound and all_atomic(
-                texts, [bool(s.citations and not s.inherited) for s in kept]):
+                texts, [own_citations(s) for s in kept]):
             specs = [(s.text.strip(), s.citations, looks_like_abstention(s.text)) for s in kept]
             return Split(make_claims(answer_id, specs, origin="sentence"))
         version = self.config.prompts["split_claims"]
@@ -333,8 +338,8 @@ class Splitter:
         claimed = {n for n, _, _, _ in specs}
         skipped: dict[int, str] = {}
 
-        def own_cites(n: int) -> bool:  # its own citation markers (not a later sentence's)
-            return bool(kept and kept[n - 1].citations and not kept[n - 1].inherited)
+        def own_cites(n: int) -> bool:
+            return bool(kept) and own_citations(kept[n - 1])
 
         for k in skips:
             if k.sentence not in claimed and skip_accepted(texts[k.sentence - 1], k.reason,

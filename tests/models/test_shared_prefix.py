@@ -87,7 +87,10 @@ def requests() -> list[tuple[str, dict[str, Any]]]:
             for aid, (text, claims) in ANSWERS.items() for k, claim in enumerate(claims)]
 
 
-def run(order: list[tuple[str, dict[str, Any]]], noise: bool) -> tuple[dict[str, str], Slot]:
+def run(order: list[tuple[str, dict[str, Any]]], noise: bool, instructions: bool = False
+        ) -> tuple[dict[str, str], Slot]:
+    """Send ``order`` through a prefix cache (``instructions``: flagged ``"instructions"``,
+    with another answer's claim after each unflagged request in between)."""
     slot = Slot()
     cache = PrefixCache(caller(slot))
     out = {}
@@ -96,8 +99,10 @@ def run(order: list[tuple[str, dict[str, Any]]], noise: bool) -> tuple[dict[str,
             cache.forget()
             slot.handle_chat_completions({"messages": [{"role": "user", "content": key}],
                                           "cache_prompt": False})
+            if instructions:
+                cache.chat(requests()[0][1])
         before = len(slot.chats)
-        cache.chat(request)
+        (cache.instructions if instructions else cache.chat)(request)
         prompt, digest, _ = slot.chats[before]
         assert prompt == chatml(request["messages"])
         out[key] = digest
@@ -194,35 +199,16 @@ def test_the_instructions_level_ends_before_the_line_naming_the_frame_token() ->
                          {"role": "user", "content": "y"}]) is None
 
 
-def _run_instructions(order: list[tuple[str, dict[str, Any]]], noise: bool
-                      ) -> tuple[dict[str, str], Slot]:
-    slot = Slot()
-    cache = PrefixCache(caller(slot))
-    out = {}
-    for key, request in order:
-        if noise:  # an unflagged request, or another answer's claim, in between
-            cache.forget()
-            slot.handle_chat_completions({"messages": [{"role": "user", "content": key}],
-                                          "cache_prompt": False})
-            cache.chat(requests()[0][1])
-        before = len(slot.chats)
-        cache.instructions(request)
-        prompt, digest, _ = slot.chats[before]
-        assert prompt == chatml(request["messages"])
-        out[key] = digest
-    return out, slot
-
-
 def test_a_generation_on_cached_instructions_does_not_depend_on_what_ran_before() -> None:
     ordered = [(f"s{i}", split_request(sentences, f"{i:02d}" * 8)) for i, sentences in
                enumerate([["It rained."], ["Python 3.11 added tomllib.", "Thanks!"],
                           ["The film won three Oscars."]])]
-    reference, slot = _run_instructions(ordered, noise=False)
+    reference, slot = run(ordered, noise=False, instructions=True)
     for seed in range(4):
         shuffled = ordered[:]
         random.Random(seed).shuffle(shuffled)
         for noise in (False, True):
-            assert _run_instructions(shuffled, noise)[0] == reference, (seed, noise)
+            assert run(shuffled, noise, instructions=True)[0] == reference, (seed, noise)
     # the instructions are evaluated once: every request evaluates only what follows them
     for (_, request), (prompt, _, evaluated) in zip(ordered, slot.chats, strict=True):
         common = instructions(request["messages"])

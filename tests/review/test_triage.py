@@ -212,10 +212,9 @@ def test_the_informative_share_keeps_weighted_estimates_unbiased() -> None:
     assert problem[sorted(near_ids)].mean() > 2 * problem[rest].mean()
 
 
-def test_a_head_s_packaged_point_decides_until_gold_in_the_store_sets_one(
-        judged: dict[str, Any], store: Store, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from judge.config.review import ReviewSettings
+def package_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **point: Any) -> None:
+    """A packaged point file for head ``f…f`` (0.9 / 0.9, threshold 0.42, set on 300 held-out
+    gold claims, with ``point``'s fields), read in place of the shipped ones."""
     from judge.review import triage
 
     packaged = tmp_path / "operating"
@@ -223,10 +222,19 @@ def test_a_head_s_packaged_point_decides_until_gold_in_the_store_sets_one(
     (packaged / "head.json").write_text(json.dumps({
         "head_sha256": "f" * 64, "gold": {"description": "held-out gold", "sha256": "g" * 64},
         "points": [{"target_recall": 0.9, "confidence": 0.9, "threshold": 0.42, "n": 300,
-                    "n_problems": 150, "statement": "support < 0.42, set on 300 gold claims"}],
+                    "n_problems": 150, **point}],
     }))
     monkeypatch.setattr(triage, "PACKAGED", packaged)
     triage.packaged_points.cache_clear()
+
+
+def test_a_head_s_packaged_point_decides_until_gold_in_the_store_sets_one(
+        judged: dict[str, Any], store: Store, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.config.review import ReviewSettings
+    from judge.review import triage
+
+    package_point(tmp_path, monkeypatch, statement="support < 0.42, set on 300 gold claims")
     version = store.judge_versions()[0]["id"]
     config = {"strategy": "probe", "probe_head": {"file": "builtin:x", "sha256": "f" * 64}}
     point = triage.active_point(store, version, "", ReviewSettings(), config)
@@ -367,16 +375,8 @@ def test_a_packaged_stacked_point_is_carried_to_the_queue_and_queue_threshold_ke
     from judge.config.review import ReviewSettings
     from judge.review import triage
 
-    packaged = tmp_path / "operating"
-    packaged.mkdir()
-    (packaged / "head.json").write_text(json.dumps({
-        "head_sha256": "f" * 64, "gold": {"description": "held-out gold", "sha256": "g" * 64},
-        "points": [{"target_recall": 0.9, "confidence": 0.9, "threshold": 0.42, "n": 300,
-                    "n_problems": 150, "score": STACKED,
-                    "statement": "stacked score < 0.42, set on 300 gold claims"}],
-    }))
-    monkeypatch.setattr(triage, "PACKAGED", packaged)
-    triage.packaged_points.cache_clear()
+    package_point(tmp_path, monkeypatch, score=STACKED,
+                  statement="stacked score < 0.42, set on 300 gold claims")
     version = store.judge_versions()[0]["id"]
     config = {"strategy": "probe", "probe_head": {"file": "builtin:x", "sha256": "f" * 64}}
     point = triage.active_point(store, version, "", ReviewSettings(), config)
