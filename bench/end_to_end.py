@@ -1,9 +1,11 @@
 """End to end on the embedded judge, split included (issue 36): answers and claims a minute,
 the model time of each step, and the peak RSS, for the default config beside the same config
-without its two speed settings (``reuse_instructions``, ``split_atomic``).
+without its two speed settings (``reuse_instructions``, ``split_atomic``), and with
+``--slots N`` the default with N answers at once decoded together (``CLAIM_JUDGE_SLOTS=N``,
+``concurrency = N``).
 
     python bench/end_to_end.py [--inputs sample,factcheck] [--factcheck-answers 100]
-        [--json FILE]
+        [--slots N] [--json FILE]
 
 (``make bench BENCH_ARGS=--end-to-end`` runs it after the other sections.) Inputs: ``make
 run``'s sample (``gold/samples/answers.jsonl``, 9 answers) and the first distinct answers of
@@ -23,6 +25,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,9 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "gold" / "samples" / "answers.jsonl"
 FACTCHECK = ROOT.parent / "shared" / "gold" / "external" / "factcheck_gpt.dev.jsonl"
-SETTINGS = {
-    "default": {},
-    "without the speed settings": {"reuse_instructions": False, "split_atomic": False},
+#: setting: (config overrides, environment)
+SETTINGS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+    "default": ({}, {}),
+    "without the speed settings": ({"reuse_instructions": False, "split_atomic": False}, {}),
 }
 
 
@@ -59,23 +63,33 @@ def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from judge.api import judge_file
     from judge.config import JudgeConfig
-    from judge.models import embedded
+    from judge.models import embedded, runtime
     from judge.store import Store
 
     config = JudgeConfig.load().model_copy(update=overrides)
-    busy: dict[str, float] = {"chat": 0.0, "embed": 0.0}  # the runtime's own seconds
+    # the runtime's own seconds: the time some request of the kind ran (requests decoded
+    # together on several slots count once)
+    busy: dict[str, float] = {"chat": 0.0, "embed": 0.0}
+    running: dict[str, list[float]] = {"chat": [0, 0.0], "embed": [0, 0.0]}
+    lock = threading.Lock()
 
     def timed(kind: str, method: Any) -> Any:
         def run(self: Any, *args: Any) -> Any:
-            started = time.perf_counter()
+            with lock:
+                if running[kind][0] == 0:
+                    running[kind][1] = time.perf_counter()
+                running[kind][0] += 1
             try:
                 return method(self, *args)
             finally:
-                busy[kind] += time.perf_counter() - started
+                with lock:
+                    running[kind][0] -= 1
+                    if running[kind][0] == 0:
+                        busy[kind] += time.perf_counter() - running[kind][1]
         return run
 
-    embedded._Runtime.chat = timed("chat", embedded._Runtime.chat)  # type: ignore[method-assign]
-    embedded._Runtime.embed = timed("embed", embedded._Runtime.embed)  # type: ignore[method-assign]
+    runtime.Runtime.chat = timed("chat", runtime.Runtime.chat)  # type: ignore[method-assign]
+    runtime.Runtime.embed = timed("embed", runtime.Runtime.embed)  # type: ignore[method-assign]
     started = time.perf_counter()
     embedded.load()
     embedded.load(layers=config.probe_layers)
@@ -96,16 +110,17 @@ def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 
-def run(name: str, records: list[dict[str, Any]], tmp: Path) -> dict[str, Any]:
+def run(name: str, records: list[dict[str, Any]], tmp: Path,
+        settings: dict[str, tuple[dict[str, Any], dict[str, str]]]) -> dict[str, Any]:
     inputs = tmp / f"{name}.jsonl"
     inputs.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                       encoding="utf-8")
     out: dict[str, Any] = {}
-    for setting, overrides in SETTINGS.items():
+    for setting, (overrides, env) in settings.items():
         db = tmp / f"{name}-{len(out)}.db"
         done = subprocess.run(
             [sys.executable, __file__, "--child", str(inputs), json.dumps(overrides), str(db)],
-            capture_output=True, text=True, check=False)
+            capture_output=True, text=True, check=False, env={**os.environ, **env})
         if done.returncode != 0:
             raise SystemExit(f"{name}, {setting}: the run failed:\n{done.stderr[-2000:]}")
         got = json.loads(done.stdout.strip().splitlines()[-1])
@@ -132,6 +147,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="comma-separated, of sample, factcheck")
     parser.add_argument("--factcheck-answers", type=int, default=100,
                         help="how many Factcheck-GPT answers (default 100)")
+    parser.add_argument("--slots", type=int, default=0,
+                        help="also run the default with N answers at once on N slots")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -142,6 +159,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\n== end to end on the embedded judge ({os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}) ==")
     figures: dict[str, Any] = {}
+    settings = dict(SETTINGS)
+    if args.slots > 1:
+        settings[f"default, {args.slots} slots"] = (
+            {"concurrency": args.slots}, {"CLAIM_JUDGE_SLOTS": str(args.slots)})
     with tempfile.TemporaryDirectory() as folder:
         for name in [s for s in args.inputs.split(",") if s]:
             if name == "sample":
@@ -151,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 records = factcheck_answers(args.factcheck_answers)
             else:
                 raise SystemExit(f"unknown input {name!r}: sample or factcheck")
-            figures[name] = run(name, records, Path(folder))
+            figures[name] = run(name, records, Path(folder), settings)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return figures

@@ -9,6 +9,9 @@
   :mod:`~judge.models.embedding` (the probe's vectors; a served model's checked by
   :mod:`~judge.models.served`);
 - :mod:`~judge.models.embedded`: the packaged offline default model behind a litellm provider;
+  :mod:`~judge.models.runtime`: its llama.cpp runtime, whose requests take
+  :mod:`~judge.models.slots` (parallel slots, turns on the CPU) and reuse cached prefixes
+  through :mod:`~judge.models.shared_prefix`;
   :mod:`~judge.models.model_bytes`: model files hashed once per process, their markers;
   :mod:`~judge.models.preflight`: a model that cannot load refused before anything is stored;
 - :mod:`~judge.models.prompts`: versioned Jinja templates, sandboxed rendering, the manifest;

