@@ -58,11 +58,14 @@ EVAL_DB ?= out/eval.db
 EVAL_GOLD ?= gold/eval_xl.jsonl
 # The per-dataset fits and learning curves (research/fit_per_domain.py) join the README block.
 FIT_REPORT ?= research/reports/fit_per_domain.json
+# Chinese beside English: the reports of the OCNLI check draw's one read, one per script
+# (judge eval-gold gold/ocnli_check.jsonl and gold/ocnli_check.zh-tw.jsonl, research/README.md).
+CHINESE_REPORTS ?= research/reports/ocnli_check_eval.json research/reports/ocnli_check_eval.zh-tw.json
 
 eval: $(STAMP)
 	mkdir -p out
 	$(BIN)/judge eval-gold $(EVAL_GOLD) --db $(EVAL_DB) --output-json out/eval.json --html out/eval.html
-	$(BIN)/python -m research.quality_block --update-readme out/eval.json --readme README.md --details research/README.md $(if $(wildcard $(FIT_REPORT)),--fit $(FIT_REPORT))
+	$(BIN)/python -m research.quality_block --update-readme out/eval.json --readme README.md --details research/README.md $(if $(wildcard $(FIT_REPORT)),--fit $(FIT_REPORT)) $(if $(wildcard $(CHINESE_REPORTS)),--chinese $(wildcard $(CHINESE_REPORTS)))
 	$(BIN)/python -m research.history --readme research/README.md
 
 # The 156-item check subset (gold/eval_large.jsonl, inside the 358; about 20 min from an empty

@@ -5,7 +5,7 @@ without its two speed settings (``reuse_instructions``, ``split_atomic``), and w
 ``concurrency = N``).
 
     python bench/end_to_end.py [--inputs sample,factcheck] [--factcheck-answers 100]
-        [--slots N] [--json FILE]
+        [--slots N] [--no-baseline] [--json FILE]
 
 (``make bench BENCH_ARGS=--end-to-end`` runs it after the other sections.) Inputs: ``make
 run``'s sample (``gold/samples/answers.jsonl``, 9 answers) and the first distinct answers of
@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="how many Factcheck-GPT answers (default 100)")
     parser.add_argument("--slots", type=int, default=0,
                         help="also run the default with N answers at once on N slots")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the run without the speed settings (halves the time)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -160,6 +162,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{os.getloadavg()[0]:.1f}) ==")
     figures: dict[str, Any] = {}
     settings = dict(SETTINGS)
+    if args.no_baseline:
+        settings.pop("without the speed settings")
     if args.slots > 1:
         settings[f"default, {args.slots} slots"] = (
             {"concurrency": args.slots}, {"CLAIM_JUDGE_SLOTS": str(args.slots)})

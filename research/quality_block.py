@@ -122,9 +122,6 @@ def quality_table(data: dict[str, Any]) -> str:
     for name, figures in sorted((data.get("per_dataset") or {}).items()):
         lines.append(_row(name, figures))
     lines.append(_row("**all**", data))
-    chinese = chinese_table(data)
-    if chinese:
-        lines += ["", chinese]
     note = in_sample_note(data)
     if note:
         lines = [note, "", *lines]
@@ -132,6 +129,9 @@ def quality_table(data: dict[str, Any]) -> str:
     if points:
         lines += ["", "The queue at its operating point: " + "; ".join(
             f"{p['statement']} ({p['source']})" for p in points) + "."]
+    chinese = chinese_table(data)
+    if chinese:
+        lines += ["", chinese]
     return "\n".join(lines)
 
 
@@ -172,15 +172,14 @@ def chinese_table(data: dict[str, Any]) -> str:
     recall (95% intervals), the ROC AUC of support, and the queue; English (the other
     datasets pooled) on the same three labels from its confusion table, without intervals.
     Empty otherwise."""
-    per = data.get("per_dataset") or {}
+    per = {**(data.get("per_dataset") or {}), **(data.get("chinese") or {})}
     scripts = [name for name in CHINESE if name in per]
     if not scripts:
         return ""
     lines = [
-        "Chinese beside English, on the three labels OCNLI has (Chinese: per script, 95% "
-        "intervals; English: the other datasets pooled on the same three gold labels, "
-        "without intervals; ROC AUC: how well `support` ranks supported claims above the "
-        "others):",
+        *([chinese_source(data), ""] if data.get("chinese_from") else []),
+        "Chinese beside English on OCNLI's three labels (English: the other datasets pooled, "
+        "no intervals; AUC: how well `support` ranks supported claims first):",
         "",
         "| | claims | balanced accuracy (3 labels) | contradicted recall | ROC AUC of support "
         "| queue recall | queue false alarms | queue load |",
@@ -195,11 +194,11 @@ def chinese_table(data: dict[str, Any]) -> str:
                      f"{_pct(contradicted)} | – | – | – | – |")
     for name in scripts:
         f = per[name]
-        bal = {"value": f["balanced_accuracy"], **(f.get("balanced_accuracy_ci") or {})}
+        ba = {"value": f["balanced_accuracy"], **(f.get("balanced_accuracy_ci") or {})}
         recall = ((f.get("per_label") or {}).get("contradicted") or {}).get("recall")
         auc = f.get("roc_auc_support") or {}
         lines.append(
-            f"| {CHINESE[name]} (`{name}`) | {f['n']} | {_with_ci(bal, _pct)} | "
+            f"| {CHINESE[name]} (`{name}`) | {f['n']} | {_with_ci(ba, _pct)} | "
             f"{_with_ci(recall, _pct) if isinstance(recall, dict) else '–'} | "
             f"{_with_ci(auc, _auc) if auc.get('value') is not None else '–'} | "
             f"{_with_ci({'value': f['queue_recall'], **(f.get('queue_recall_ci') or {})}, _pct)}"
@@ -211,6 +210,32 @@ def chinese_table(data: dict[str, Any]) -> str:
             lines += ["", f"Traditional − Simplified: {100 * (b - a):+.1f} points of balanced "
                           "accuracy."]
     return "\n".join(lines)
+
+
+def with_chinese(data: dict[str, Any], reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``data`` with reports of ``judge eval-gold`` on OCNLI's gold as its Chinese figures
+    (``chinese``: under ``ocnli``, or ``ocnli_tw`` for a Traditional copy's ``zh-tw`` file),
+    and where they come from; the English table is left as it is."""
+    chinese, sources = {}, []
+    for report in reports:
+        gold = report["gold"]
+        name = "ocnli_tw" if "zh-tw" in gold["file"] else "ocnli"
+        if name in chinese:
+            raise ValueError(f"two Chinese reports for {CHINESE[name]}")
+        chinese[name] = report
+        sources.append({"judge_version": report["judge_version"], "file": gold["file"],
+                        "items": gold["items"], "measured": report.get("generated_at", "?")[:10]})
+    return {**data, "chinese": chinese, "chinese_from": sources}
+
+
+def chinese_source(data: dict[str, Any]) -> str:
+    """Which judge version measured the Chinese figures, on which gold files, when."""
+    sources = data["chinese_from"]
+    versions = sorted({s["judge_version"] for s in sources})
+    other = any(v != data.get("judge_version") for v in versions)
+    files = " and ".join(f"`{s['file']}` ({s['items']} pairs, {s['measured']})" for s in sources)
+    return (f"Chinese: judge {', '.join(f'`{v}`' for v in versions)}"
+            f"{' (another version than the English figures)' if other else ''} on {files}.")
 
 
 def _auc(x: float | None) -> str:
@@ -456,12 +481,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--details", type=Path, default=None, metavar="NOTES",
                         help="also write the longer figures into this file "
                              "(e.g. research/README.md)")
+    parser.add_argument("--chinese", type=Path, nargs="+", default=[], metavar="EVAL_JSON",
+                        help="reports of judge eval-gold on OCNLI's gold, one per script, "
+                             "shown as the Chinese figures beside the English ones")
     parser.add_argument("--fit", type=Path, default=None, metavar="FIT_REPORT",
                         help="add the per-dataset fits and learning curves of "
                              "research/fit_per_domain.py to the README block")
     args = parser.parse_args(argv)
     try:
         data = json.loads(args.update_readme.read_text(encoding="utf-8"))
+        if args.chinese:
+            data = with_chinese(data, [json.loads(path.read_text(encoding="utf-8"))
+                                       for path in args.chinese])
         # every block is rendered, and every file's markers found, before anything is
         # written: a bad report or a missing marker changes nothing
         fit_report = (json.loads(args.fit.read_text(encoding="utf-8"))

@@ -87,8 +87,9 @@ def instructions(messages: list[dict[str, Any]]) -> str | None:
 
 
 class PrefixCache:
-    """The state of the runtime's one slot, as far as the shared-prefix levels go. Used under
-    the runtime's call lock only."""
+    """The state of one of the runtime's slots, as far as the shared-prefix levels go. Used by
+    the request holding that slot only (:class:`judge.models.slots.SlotPool`), whose calls
+    name the slot."""
 
     def __init__(self, call: RuntimeCall) -> None:
         self._call = call

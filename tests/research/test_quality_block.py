@@ -297,3 +297,37 @@ def test_the_eval_report_gives_the_auc_of_support_per_dataset(
     assert aucs["ocnli"]["value"] == 0.5 and aucs["ocnli"]["n"] == 3
     assert aucs["ocnli_tw"]["value"] == 1.0 and aucs["ocnli_tw"]["n"] == 2  # no support: out
     assert aucs[None]["value"] == pytest.approx(4 / 6) and aucs[None]["n"] == 5
+
+
+def test_chinese_reports_of_their_own_show_beside_english_with_their_source() -> None:
+    from research.quality_block import quality_table, with_chinese
+
+    en = {"supported": {"supported": 8, "contradicted": 2},
+          "contradicted": {"contradicted": 4, "supported": 1},
+          "not_in_source": {"not_in_source": 2, "supported": 2}}
+    zh = {"supported": {"supported": 6, "not_in_source": 4},
+          "contradicted": {"contradicted": 3, "not_in_source": 7},
+          "not_in_source": {"not_in_source": 9, "supported": 1}}
+    data = {"judge_version": "v@1", "generated_at": "2026-12-03",
+            "gold": {"file": "fresh.jsonl", "sha256": "0" * 64, "items": 19},
+            **_figures(19, en, 0.7, 0.8), "per_dataset": {"alpha": _figures(19, en, 0.7, 0.8)}}
+
+    def report(file: str, value: float) -> dict[str, object]:
+        return {"judge_version": "v@2", "generated_at": "2026-12-04T10:00:00",
+                "gold": {"file": file, "sha256": "1" * 64, "items": 30},
+                **_figures(30, zh, value, 0.83)}
+
+    both = with_chinese(data, [report("gold/ocnli_check.jsonl", 0.6),
+                               report("gold/ocnli_check.zh-tw.jsonl", 0.5)])
+    table = quality_table(both)
+    assert ("Chinese: judge `v@2` (another version than the English figures) on "
+            "`gold/ocnli_check.jsonl` (30 pairs, 2026-12-04) and "
+            "`gold/ocnli_check.zh-tw.jsonl` (30 pairs, 2026-12-04).") in table
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    # the English table keeps its datasets; the Chinese rows come after it
+    assert [r.split(" |")[0] for r in rows] == [
+        "| dataset", "| alpha", "| **all**", "|", "| English (alpha)",
+        "| Chinese, Simplified (`ocnli`)", "| Chinese, Traditional (`ocnli_tw`)"]
+    assert "Traditional − Simplified: -10.0 points" in table
+    with pytest.raises(ValueError, match="two Chinese reports"):
+        with_chinese(data, [report("gold/ocnli_check.jsonl", 0.6)] * 2)
