@@ -161,7 +161,7 @@ class Runtime:
         """The last token's hidden state for ``text`` (no chat template), evaluated afresh:
         every slot's cache is dropped first, so a vector never depends on what ran before."""
         with self._slots.every():
-            return self._call("handle_embeddings", {"input": text, "cache_prompt": False})
+            return self._call("handle_embeddings", {"input": text})
 
     def _call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
         """One request to the runtime (``handle_chat_completions``, ``handle_completions``)."""
