@@ -56,7 +56,7 @@ from judge.models.runtime import (
     Runtime,
     RuntimeInfo,
     default_threads,
-    int_env,
+    positive_int,
     slots_wanted,
 )
 from judge.models.slots import Turns
@@ -422,12 +422,12 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
         if loaded is None:
             path = model_file(progress)
             gguf_id = _gguf_id(path)
-            n_ctx = int_env(ENV_N_CTX, DEFAULT_N_CTX)
+            n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
             if layers is not None:  # it only reads probe prompts: a few hundred tokens
                 path = layered_file(layers, progress)
                 gguf_id = f"{gguf_id}-first{layers}"
                 n_ctx = min(n_ctx, LAYERED_N_CTX)
-            n_threads = int_env(THREADS_ENV, default_threads())
+            n_threads = _int_env(THREADS_ENV, default_threads())
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
             # the probe's runtime reads prompts only: nothing to gain from decoding together
             slots = 1 if layers is not None else slots_wanted()
@@ -437,6 +437,10 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
             else:
                 _layered[layers] = loaded
         return loaded.info
+
+
+def _int_env(name: str, default: int) -> int:
+    return positive_int(name, os.environ.get(name), default)
 
 
 def is_loaded() -> bool:

@@ -51,8 +51,9 @@ class RuntimeInfo:
         return f"xllamacpp-{self.xllamacpp_version}+{self.gguf_id}{batched}"
 
 
-def int_env(name: str, default: int) -> int:
-    raw = os.environ.get(name)
+def positive_int(name: str, raw: str | None, default: int) -> int:
+    """``raw``, the value of the environment variable ``name``, as a positive integer
+    (``default`` when it is unset or empty)."""
     if not raw:
         return default
     try:
@@ -66,7 +67,7 @@ def int_env(name: str, default: int) -> int:
 
 def slots_wanted() -> int:
     """``$CLAIM_JUDGE_SLOTS`` (1 to ``MAX_SLOTS``), default 1."""
-    slots = int_env(ENV_SLOTS, 1)
+    slots = positive_int(ENV_SLOTS, os.environ.get(ENV_SLOTS), 1)
     if slots > MAX_SLOTS:
         raise EmbeddedModelError(f"{ENV_SLOTS}={slots} is more than {MAX_SLOTS} slots")
     return slots
