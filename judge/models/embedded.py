@@ -467,10 +467,17 @@ class ModelUnavailable(ValueError):
 
 def model_unavailable(model: str) -> str | None:
     """Why ``model`` cannot be called in this install, with the fix (None: it can be tried):
-    the embedded extra or model file missing, a ``$CLAIM_JUDGE_GGUF`` that is not a file, or
-    another embedded model's name with no ``$CLAIM_JUDGE_GGUF`` to serve it."""
+    the embedded extra or model file missing, a ``$CLAIM_JUDGE_GGUF`` that is not a file,
+    another embedded model's name with no ``$CLAIM_JUDGE_GGUF`` to serve it, or a runtime
+    setting (``$CLAIM_JUDGE_SLOTS``, ``_THREADS``, ``_N_CTX``) the runtime would refuse."""
     if not model.startswith(f"{PROVIDER}/"):
         return None
+    try:
+        slots_wanted()
+        _int_env(ENV_N_CTX, DEFAULT_N_CTX)
+        _int_env(THREADS_ENV, 1)
+    except EmbeddedModelError as exc:
+        return f"{exc}: fix or unset it (in this shell) to run the embedded model"
     override = os.environ.get(ENV_GGUF)
     if override and not Path(override).expanduser().is_file():
         return (f"{ENV_GGUF}={override!r} is not a file: set it to the GGUF file to serve "

@@ -69,7 +69,7 @@ def slots_wanted() -> int:
     """``$CLAIM_JUDGE_SLOTS`` (1 to ``MAX_SLOTS``), default 1."""
     slots = positive_int(ENV_SLOTS, os.environ.get(ENV_SLOTS), 1)
     if slots > MAX_SLOTS:
-        raise EmbeddedModelError(f"{ENV_SLOTS}={slots} is more than {MAX_SLOTS} slots")
+        raise EmbeddedModelError(f"{ENV_SLOTS}={str(slots)!r} is more than {MAX_SLOTS} slots")
     return slots
 
 

@@ -84,6 +84,21 @@ def test_a_gguf_the_runtime_cannot_load_is_a_usage_error_before_anything_is_stor
     assert stored_answers(tmp_path / "judge.db") == 0
 
 
+@pytest.mark.parametrize(("variable", "value", "cause"), [
+    ("CLAIM_JUDGE_SLOTS", "0", "must be positive"),
+    ("CLAIM_JUDGE_SLOTS", "9", "is more than 8 slots"),
+    ("CLAIM_JUDGE_THREADS", "two", "is not an integer"),
+    ("CLAIM_JUDGE_N_CTX", "-1", "must be positive"),
+])
+def test_a_runtime_setting_the_runtime_would_refuse_is_a_usage_error_before_anything_is_stored(
+    tmp_path: Path, variable: str, value: str, cause: str
+) -> None:
+    code, out = run(tmp_path, **{variable: value})
+    assert code == 64, out[-2000:]
+    assert f"{variable}={value!r} {cause}" in out and "unset it" in out, out
+    assert stored_answers(tmp_path / "judge.db") == 0
+
+
 def test_an_unwritable_cache_folder_is_a_usage_error_that_names_the_variable(
     tmp_path: Path
 ) -> None:
