@@ -110,6 +110,19 @@ def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 
+def run_child(inputs: Path, overrides: dict[str, Any], db: Path, env: dict[str, str],
+              what: str) -> dict[str, Any]:
+    """Judge ``inputs`` in a fresh process (:func:`child`) with ``overrides`` and ``env`` into
+    ``db``; its figures. ``what`` names the run in the error when it fails."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(inputs), json.dumps(overrides), str(db)],
+        capture_output=True, text=True, check=False, env={**os.environ, **env})
+    if done.returncode != 0:
+        raise SystemExit(f"{what}: the run failed:\n{done.stderr[-2000:]}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
 def run(name: str, records: list[dict[str, Any]], tmp: Path,
         settings: dict[str, tuple[dict[str, Any], dict[str, str]]]) -> dict[str, Any]:
     inputs = tmp / f"{name}.jsonl"
@@ -118,12 +131,7 @@ def run(name: str, records: list[dict[str, Any]], tmp: Path,
     out: dict[str, Any] = {}
     for setting, (overrides, env) in settings.items():
         db = tmp / f"{name}-{len(out)}.db"
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", str(inputs), json.dumps(overrides), str(db)],
-            capture_output=True, text=True, check=False, env={**os.environ, **env})
-        if done.returncode != 0:
-            raise SystemExit(f"{name}, {setting}: the run failed:\n{done.stderr[-2000:]}")
-        got = json.loads(done.stdout.strip().splitlines()[-1])
+        got = run_child(inputs, overrides, db, env, f"{name}, {setting}")
         out[setting] = got
         claims = max(got["claims"], 1)
         model = sum(s["model_s"] for s in got["steps"].values())

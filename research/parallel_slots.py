@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,22 +26,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.end_to_end import SAMPLE, factcheck_answers  # noqa: E402
+from bench.end_to_end import SAMPLE, factcheck_answers, run_child  # noqa: E402
 from judge.store import Store  # noqa: E402
-
-BENCH = ROOT / "bench" / "end_to_end.py"
 
 
 def judged(inputs: Path, slots: int, db: Path) -> dict[str, Any]:
     """Judge ``inputs`` with the default config on ``slots`` slots in a fresh process."""
-    overrides = {"concurrency": slots}
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--child", str(inputs), json.dumps(overrides), str(db)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, "CLAIM_JUDGE_SLOTS": str(slots)})
-    if done.returncode != 0:
-        raise SystemExit(f"{slots} slots: the run failed:\n{done.stderr[-2000:]}")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = run_child(inputs, {"concurrency": slots}, db,
+                        {"CLAIM_JUDGE_SLOTS": str(slots)}, f"{slots} slots")
     store = Store.open(db)
     figures["claims_by_answer"] = by_answer(store)
     figures["fingerprints"] = sorted({row["system_fingerprint"] or "" for row in

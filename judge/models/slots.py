@@ -82,7 +82,9 @@ class SlotPool:
         self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
         for slot in range(count):
             self._free.put(slot)
-        self._prefixes = [PrefixCache(self._bound(slot)) for slot in range(count)]
+        #: each slot's call (its id sent as ``id_slot``) and its shared-prefix state
+        self._calls = [self._bound(slot) for slot in range(count)]
+        self._prefixes = [PrefixCache(call) for call in self._calls]
         # one taker of every slot at a time: two taking them one by one could each hold some
         self._taking = threading.Lock()
 
@@ -96,7 +98,7 @@ class SlotPool:
         """A free slot for one chat request: its prefix state, and the call bound to it."""
         slot = self._free.get()
         try:
-            yield self._prefixes[slot], self._bound(slot)
+            yield self._prefixes[slot], self._calls[slot]
         finally:
             self._free.put(slot)
 
