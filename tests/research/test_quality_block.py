@@ -234,18 +234,23 @@ def _figures(n: int, confusion: dict[str, dict[str, int]], balanced: float,
     }
 
 
+#: gold label -> judge label -> claims, of a small Chinese and a small English dataset
+ZH_CONFUSION = {"supported": {"supported": 6, "not_in_source": 4},
+                "contradicted": {"contradicted": 3, "not_in_source": 7},
+                "not_in_source": {"not_in_source": 9, "supported": 1}}
+EN_CONFUSION = {"supported": {"supported": 8, "contradicted": 2},
+                "contradicted": {"contradicted": 4, "supported": 1},
+                "not_in_source": {"not_in_source": 2, "supported": 2}}
+
+
 def test_chinese_rows_per_script_beside_english_on_three_labels() -> None:
     from research.quality_block import chinese_table, three_label_figures
 
-    zh = {"supported": {"supported": 6, "not_in_source": 4},
-          "contradicted": {"contradicted": 3, "not_in_source": 7},
-          "not_in_source": {"not_in_source": 9, "supported": 1}}
+    zh = ZH_CONFUSION
     tw = {"supported": {"supported": 5, "not_in_source": 5},
           "contradicted": {"contradicted": 2, "not_in_source": 8},
           "not_in_source": {"not_in_source": 10}}
-    en = {"supported": {"supported": 8, "contradicted": 2},
-          "contradicted": {"contradicted": 4, "supported": 1},
-          "not_in_source": {"not_in_source": 2, "supported": 2},
+    en = {**EN_CONFUSION,
           "not_verifiable": {"not_verifiable": 5}}  # left out of the three labels
     bal_zh, con_zh = three_label_figures(zh)
     assert bal_zh is not None and round(bal_zh, 4) == round((0.6 + 0.3 + 0.9) / 3, 4)
@@ -302,12 +307,8 @@ def test_the_eval_report_gives_the_auc_of_support_per_dataset(
 def test_chinese_reports_of_their_own_show_beside_english_with_their_source() -> None:
     from research.quality_block import quality_table, with_chinese
 
-    en = {"supported": {"supported": 8, "contradicted": 2},
-          "contradicted": {"contradicted": 4, "supported": 1},
-          "not_in_source": {"not_in_source": 2, "supported": 2}}
-    zh = {"supported": {"supported": 6, "not_in_source": 4},
-          "contradicted": {"contradicted": 3, "not_in_source": 7},
-          "not_in_source": {"not_in_source": 9, "supported": 1}}
+    en = EN_CONFUSION
+    zh = ZH_CONFUSION
     data = {"judge_version": "v@1", "generated_at": "2026-12-03",
             "gold": {"file": "fresh.jsonl", "sha256": "0" * 64, "items": 19},
             **_figures(19, en, 0.7, 0.8), "per_dataset": {"alpha": _figures(19, en, 0.7, 0.8)}}
