@@ -280,7 +280,10 @@ def test_reviewer_views_are_blind_unless_revealed(db: Path, fake_llm: FakeLLM) -
 
 
 def test_second_reviewer_does_not_see_the_first_review(client: TestClient, db: Path) -> None:
-    item = client.get("/v1/queue", headers=ALICE).json()["items"][0]["item_id"]
+    # a claim's item (the blind order is shuffled, and some items are whole answers)
+    first = next(i for i in client.get("/v1/queue", headers=ALICE).json()["items"]
+                 if i["claim_id"])
+    item, subject = first["item_id"], first["claim_id"]
     note = "ALICE-PRIVATE-NOTE"
     client.post("/v1/reviews", headers=ALICE, json={"item_id": item, "label": "not_in_source",
                                                     "subtype": "misattribution", "note": note})
@@ -288,7 +291,6 @@ def test_second_reviewer_does_not_see_the_first_review(client: TestClient, db: P
     assert mine["my_review"]["label"] == "not_in_source"
     theirs = client.get(f"/v1/queue/items/{item}", headers=BOB)
     assert theirs.json()["my_review"] is None and note not in theirs.text
-    subject = client.get("/v1/queue", headers=ALICE).json()["items"][0]["claim_id"]
     assert client.get(f"/v1/reviews?subject={subject}", headers=BOB).json() == []
     assert len(client.get(f"/v1/reviews?subject={subject}", headers=CAROL).json()) == 1
     login(client, "bob-token-22")
