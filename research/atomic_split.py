@@ -1,7 +1,7 @@
 """Splitting without a call (issue 36): how often the atomic-sentence rule
 (:mod:`judge.split.atomic`) agrees with the human claim splits of Factcheck-GPT.
 
-    python research/atomic_split.py [--output research/reports/atomic_split.json]
+    python research/atomic_split.py [--rule atomic/v1|atomic/v2] [--output FILE]
 
 Factcheck-GPT's annotators split each ChatGPT answer into sentences and each sentence into
 decontextualised claims; the dev file keeps the claims (ids ``rNNNsKcM``: answer N, sentence
@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from judge.split.atomic import RULE, all_atomic, atomic_reason  # noqa: E402
+from judge.split.atomic import RULE, RULES, all_atomic, atomic_reason  # noqa: E402
 from judge.split.checkable import grounding  # noqa: E402
 from judge.split.citations import segment_answer  # noqa: E402
 from judge.text import normalize, tokens  # noqa: E402
@@ -69,18 +69,18 @@ def reworded(claim: str, sentence: str) -> bool:
     return bool(want - have) or len(have - want) > max(1, len(have) // 4)
 
 
-def measure(answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def measure(answers: dict[str, dict[str, Any]], rule: str = RULE) -> dict[str, Any]:
     counts: dict[str, int] = defaultdict(int)
     reasons: dict[str, int] = defaultdict(int)
     examples: list[dict[str, Any]] = []
     for _key, answer in sorted(answers.items()):
         sentences = [s.text for s in segment_answer(answer["text"], [])] or [answer["text"]]
-        atomic = [atomic_reason(s) is None for s in sentences]
+        atomic = [atomic_reason(s, rule=rule) is None for s in sentences]
         for s, ok in zip(sentences, atomic, strict=True):
             if not ok:
-                reasons[str(atomic_reason(s)).split(" (")[0]] += 1
+                reasons[str(atomic_reason(s, rule=rule)).split(" (")[0]] += 1
         counts["answers"] += 1
-        counts["answers_no_call"] += all_atomic(sentences, [False] * len(sentences))
+        counts["answers_no_call"] += all_atomic(sentences, [False] * len(sentences), rule)
         counts["sentences"] += len(sentences)
         counts["sentences_atomic"] += sum(atomic)
         placed: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
@@ -101,7 +101,7 @@ def measure(answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 if kind == "atomic" and (multi or changed) and len(examples) < 12:
                     examples.append({"sentence": sentences[i], "human_claim": claim,
                                      "merged": multi})
-    out: dict[str, Any] = {"rule": RULE, "gold": GOLD.name, **counts,
+    out: dict[str, Any] = {"rule": rule, "gold": GOLD.name, **counts,
                            "not_atomic_because": dict(sorted(reasons.items()))}
     for kind in ("atomic", "other"):
         n = counts[f"{kind}_sentences_with_claims"]
@@ -114,7 +114,7 @@ def measure(answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def coverage(folder: Path) -> dict[str, Any]:
+def coverage(folder: Path, rule: str = RULE) -> dict[str, Any]:
     """Per dev dataset: the distinct answers the rule sends to no split, and for those, how
     many of their gold claims are one of the sentences as it stands (the claims the rule
     makes) after normalisation."""
@@ -128,7 +128,7 @@ def coverage(folder: Path) -> dict[str, Any]:
         skipped = kept = same = 0
         for answer, claims in answers.items():
             sentences = [s.text for s in segment_answer(answer, [])] or [answer]
-            if not all_atomic(sentences, [False] * len(sentences)):
+            if not all_atomic(sentences, [False] * len(sentences), rule):
                 continue
             skipped += 1
             made = {normalize(s).strip(" .。") for s in sentences}
@@ -143,12 +143,17 @@ def coverage(folder: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gold", type=Path, default=GOLD)
+    parser.add_argument("--rule", choices=RULES, default=RULE)
     parser.add_argument("--output", type=Path,
-                        default=ROOT / "reports" / "atomic_split.json")
+                        help="default: research/reports/atomic_split.json for atomic/v1, "
+                             "atomic_split_v2.json for atomic/v2")
     args = parser.parse_args(argv)
-    report = measure(load(args.gold))
-    report["per_dataset"] = coverage(args.gold.parent)
-    args.output.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n",
+    output = args.output or ROOT / "reports" / (
+        "atomic_split.json" if args.rule == "atomic/v1" else
+        f"atomic_split_{args.rule.split('/')[1]}.json")
+    report = measure(load(args.gold), args.rule)
+    report["per_dataset"] = coverage(args.gold.parent, args.rule)
+    output.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n",
                            encoding="utf-8")
     print(json.dumps({k: v for k, v in report.items() if k != "examples"}, indent=1))
     return 0

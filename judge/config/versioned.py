@@ -133,7 +133,9 @@ class VersionedSettings(BaseModel):
     #: an answer whose sentences are all atomic (judge.split.atomic: one checkable statement,
     #: nothing joined, no pronoun, short) is not sent to the split: each sentence is a claim
     #: as it stands (origin "sentence"). Any other answer is split by the model as before.
-    split_atomic: Annotated[bool, Neutral(False)] = False
+    #: The value names the rule: true is the first, "atomic/v1" (kept so the versions that
+    #: use it keep their id); "atomic/v2" also takes a short leading phrase and its comma.
+    split_atomic: Annotated[bool | Literal["atomic/v2"], Neutral(False)] = False
     #: with a provider that keeps a KV cache (the embedded one): every structured call (the
     #: split above all) is evaluated on top of its prompt's fixed instructions, evaluated
     #: once per process and reused (judge.models.shared_prefix, split point fixed by the
@@ -150,6 +152,19 @@ class VersionedSettings(BaseModel):
     #: pooling, normalisation: versioned; ``api_base``: not) instead of from ``model``, which
     #: still generates. The head must have been fitted on that endpoint's vectors.
     probe_endpoint: Annotated[ProbeEndpoint | None, Neutral(None)] = None
+
+    @field_validator("split_atomic", mode="before")
+    @classmethod
+    def _atomic_rule(cls, value: Any) -> Any:
+        """``"atomic/v1"`` is spelled ``true``, so one rule has one version id."""
+        return True if value == "atomic/v1" else value
+
+    @property
+    def atomic_rule(self) -> str | None:
+        """The atomic-sentence rule ``split_atomic`` names (``None``: every answer is split)."""
+        if self.split_atomic is False:
+            return None
+        return "atomic/v1" if self.split_atomic is True else self.split_atomic
 
     @field_validator("prompts")
     @classmethod

@@ -213,8 +213,9 @@ class Splitter:
             given = [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims]
             return Split(make_claims(answer_id, given, origin="given"))
         texts, kept = self.sentences(record)
-        if self.config.split_atomic and 0 < len(kept) <= bound and all_atomic(
-                texts, [own_citations(s) for s in kept]):
+        rule = self.config.atomic_rule
+        if rule and 0 < len(kept) <= bound and all_atomic(
+                texts, [own_citations(s) for s in kept], rule):
             specs = [(s.text.strip(), s.citations, looks_like_abstention(s.text)) for s in kept]
             return Split(make_claims(answer_id, specs, origin="sentence"))
         version = self.config.prompts["split_claims"]

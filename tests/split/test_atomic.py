@@ -8,7 +8,7 @@ import pytest
 
 from judge.api import judge_file
 from judge.config import JudgeConfig
-from judge.split.atomic import all_atomic, atomic_reason
+from judge.split.atomic import RULES, all_atomic, atomic_reason
 from judge.store import Store
 from tests.conftest import write_jsonl
 from tests.fakes import FakeLLM
@@ -25,7 +25,6 @@ ATOMIC = [
 
 NOT_ATOMIC = {
     "The film was released in 1999 and directed by Sam Mendes.": "join",
-    "In English, one token is about four characters on average.": "join",
     "It was released in 1999.": "refers",
     "This version added tomllib.": "refers",
     "The SM U-30, which sank in 1917, was a German submarine.": "join",
@@ -41,19 +40,90 @@ NOT_ATOMIC = {
     "台北市" + "的人口" * 12 + "很多。": "long",
 }
 
+#: atomic under atomic/v2 only: a short leading phrase of time, place or manner, its comma,
+#: and one atomic statement
+LEADING = [
+    "In English, one token is about four characters on average.",
+    "On 1 September 2009, Gmail suffered another outage for several hours.",
+    "According to the manual, SQLite allows one writer at a time.",
+    "Today, Python 3.13 is the newest release.",
+    "在英文中，一個 token 約為四個字元。",
+    "截至 2024 年，台北市人口約 250 萬。",
+    "一般來說，401 表示身分未確認。",
+]
+
+#: a leading phrase and its comma, yet not atomic under atomic/v2 either
+NOT_LEADING = {
+    # the phrase states something of its own
+    "In addition to compression, BPE can be used for encryption.": "own",
+    "In contrast to SQLite, PostgreSQL runs as a server.": "own",
+    "在價格之外，團隊版不包含稽核紀錄。": "own",
+    # no listed opening: the comma joins as under atomic/v1
+    "Unlike SQLite, PostgreSQL runs as a server.": "join",
+    # the phrase is a clause or too long to be a qualifier
+    "In 2018 she began her daily SiriusXM show, The Michelle Collins Show.": "long",
+    "According to the 2020 national census of the island, Taipei has 2.6 million people.":
+        "long",
+    "在台北舉辦的會議，有三百人參加。": "clause",
+    # the phrase or the rest joins or refers
+    "In 2019, Apple and Google released new phones.": "join",
+    "In this release, Python 3.11 added tomllib.": "refers",
+    "In 2019, Python 3.8, a minor release, added the walrus operator.": "join",
+    "In 2019, it won an award.": "refers",
+}
+
 REASONS = {"join": "join", "refers": "refers", "question": "question",
-           "checkable": "nothing checkable", "long": "long"}
+           "checkable": "nothing checkable", "long": "long", "own": "of its own",
+           "clause": "clause"}
 
 
+@pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("text", ATOMIC)
-def test_one_statement_that_joins_nothing_and_refers_to_nothing_is_atomic(text: str) -> None:
-    assert atomic_reason(text) is None
+def test_one_statement_that_joins_nothing_and_refers_to_nothing_is_atomic(
+        text: str, rule: str) -> None:
+    assert atomic_reason(text, rule=rule) is None
 
 
+@pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize(("text", "why"), sorted(NOT_ATOMIC.items()))
-def test_what_the_split_could_change_is_not_atomic_and_says_why(text: str, why: str) -> None:
-    reason = atomic_reason(text)
+def test_what_the_split_could_change_is_not_atomic_and_says_why(
+        text: str, why: str, rule: str) -> None:
+    reason = atomic_reason(text, rule=rule)
     assert reason is not None and REASONS[why] in reason, reason
+
+
+@pytest.mark.parametrize("text", LEADING)
+def test_a_short_leading_phrase_and_its_comma_are_atomic_from_v2_on(text: str) -> None:
+    assert atomic_reason(text, rule="atomic/v2") is None
+    reason = atomic_reason(text, rule="atomic/v1")
+    assert reason is not None and "joins" in reason, reason
+
+
+@pytest.mark.parametrize(("text", "why"), sorted(NOT_LEADING.items()))
+def test_a_leading_phrase_that_is_more_than_a_qualifier_is_not_atomic(
+        text: str, why: str) -> None:
+    reason = atomic_reason(text, rule="atomic/v2")
+    assert reason is not None and REASONS[why] in reason, reason
+
+
+def test_an_unknown_rule_is_refused() -> None:
+    with pytest.raises(ValueError, match="atomic/v1, atomic/v2"):
+        atomic_reason(ATOMIC[0], rule="atomic/v9")
+
+
+def test_the_config_names_the_rule_and_true_is_the_first() -> None:
+    from judge import version_of
+
+    base = JudgeConfig()
+    configs = {value: JudgeConfig.model_validate({**base.model_dump(), "split_atomic": value})
+               for value in (False, True, "atomic/v1", "atomic/v2")}
+    assert [c.atomic_rule for c in configs.values()] == [
+        None, "atomic/v1", "atomic/v1", "atomic/v2"]
+    ids = {value: version_of(c) for value, c in configs.items()}
+    assert ids[True] == ids["atomic/v1"]  # one rule, one version id
+    assert len({ids[False], ids[True], ids["atomic/v2"]}) == 3
+    with pytest.raises(ValueError, match="split_atomic"):
+        JudgeConfig.model_validate({**base.model_dump(), "split_atomic": "atomic/v9"})
 
 
 def test_an_answer_needs_every_sentence_atomic() -> None:
@@ -95,6 +165,27 @@ def test_an_answer_of_atomic_sentences_is_judged_without_a_split_call(
     judge_file(path, config=fast, db=store)
     assert len(fake_llm.calls) == before
     assert sum(1 for r in store.verdict_rows() if r["answer_id"] == "atomic") == 2
+
+
+def test_the_rule_the_config_names_decides_which_answers_skip_the_split(
+    tmp_path: Path, config: JudgeConfig, fake_llm: FakeLLM
+) -> None:
+    source = {"id": "S1", "text": "In English, one token is about four characters."}
+    path = write_jsonl(tmp_path / "lead.jsonl", [
+        {"id": "lead", "answer": "In English, one token is about four characters [S1].",
+         "sources": [source]}])
+    origins = {}
+    for rule in (True, "atomic/v2"):  # each in its own store: nothing served from the other
+        store = Store.open(tmp_path / f"{rule}.db")
+        before = len(fake_llm.calls)
+        judge_file(path, config=config.model_copy(update={"split_atomic": rule}), db=store)
+        splits = sum(c["schema"].startswith("Split") for c in fake_llm.calls[before:])
+        rows = [r for r in store.verdict_rows() if r["answer_id"] == "lead"]
+        origins[rule] = (splits, [(r["claim"], r["origin"]) for r in rows])
+        store.close()
+    claim = "In English, one token is about four characters."
+    assert origins[True][0] == 1 and [o for _, o in origins[True][1]] == ["split"]
+    assert origins["atomic/v2"] == (0, [(claim, "sentence")])
 
 
 def test_without_split_atomic_every_free_text_answer_is_split(
