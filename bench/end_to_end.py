@@ -91,8 +91,10 @@ def child(inputs: Path, overrides: dict[str, Any], db: Path) -> dict[str, Any]:
     runtime.Runtime.chat = timed("chat", runtime.Runtime.chat)  # type: ignore[method-assign]
     runtime.Runtime.embed = timed("embed", runtime.Runtime.embed)  # type: ignore[method-assign]
     started = time.perf_counter()
-    embedded.load()
+    # in the order the product loads them (judge.models.preflight first loads the cut
+    # runtime), which decides the whole model's context (judge.models.embedded.SPLIT_N_CTX)
     embedded.load(layers=config.probe_layers)
+    embedded.load()
     load_s = time.perf_counter() - started
     store = Store.open(db)
     started = time.perf_counter()

