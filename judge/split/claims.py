@@ -7,7 +7,11 @@ the model splits the numbered sentences into claims. A split that fails, finds n
 non-empty answer, or gives more claims than the bound, gives one ``unsplit`` claim holding the
 whole answer, which becomes a ``judge_error`` verdict (fail closed). With ``split_atomic``, an
 answer whose sentences are all atomic (:mod:`judge.split.atomic`) is not sent to the model:
-each sentence is a claim as it stands (origin ``sentence``).
+each sentence is a claim as it stands (origin ``sentence``). From ``split_claims`` v3 on, an
+answer that opens or ends with atomic sentences sends only the run of sentences between them
+to the model (each under its number in the answer; the atomic ones before it come along as
+context, not to split), and those atomic sentences are claims as they stand: the model
+generates only what could change.
 
 The split is checked for coverage: from ``split_claims`` v2 on every sentence must give a
 claim or be skipped with a reason (greeting, question, advice, filler). The program accepts a
@@ -43,7 +47,7 @@ from judge.models.prompts import render
 from judge.models.schemas import SplitOutput, SplitOutputV2
 from judge.records import AnswerRecord, Citation
 from judge.split.abstention import looks_like_abstention
-from judge.split.atomic import all_atomic
+from judge.split.atomic import all_atomic, atomic_reason
 from judge.split.checkable import GROUNDED_SHARE, checkable_reason, grounding
 from judge.split.citations import Sentence, segment_answer
 from judge.split.faithful import uncovered_content, unfaithful
@@ -194,6 +198,18 @@ def uses_coverage(version: str) -> bool:
     return int(version.removeprefix("v")) >= 2
 
 
+def splits_per_sentence(version: str) -> bool:
+    """``split_claims`` v3 and later take context: with an atomic rule, only the sentences
+    that are not atomic are split."""
+    return int(version.removeprefix("v")) >= 3
+
+
+def split_context(texts: list[str], framed: list[int]) -> str:
+    """What the model reads beside the sentences it splits: the sentences before them (a
+    later sentence is seldom what an earlier one refers to)."""
+    return " ".join(text.strip() for text in texts[: min(framed) - 1])
+
+
 class Splitter:
     """Splits answers with the config's ``split_claims`` prompt."""
 
@@ -220,9 +236,15 @@ class Splitter:
             return Split(make_claims(answer_id, specs, origin="sentence"))
         version = self.config.prompts["split_claims"]
         coverage = uses_coverage(version)
+        framed = self.to_split(texts, kept, version)
+        extra: dict[str, Any] = {}
+        if len(framed) < len(texts):  # the answer's numbers; what the model reads beside
+            extra["numbers"] = framed
+            if context := split_context(texts, framed):
+                extra["context"] = context
         prompt = render(
-            "split_claims", version, self.root,
-            question=record.question, sentences=texts, max_claims=bound,
+            "split_claims", version, self.root, question=record.question,
+            sentences=[texts[n - 1] for n in framed], max_claims=bound, **extra,
         )
         schema: type[SplitOutput] | type[SplitOutputV2] = (
             SplitOutputV2 if coverage else SplitOutput)
@@ -231,7 +253,21 @@ class Splitter:
         except CallFailed as exc:
             return Split([unsplit_claim(record)], f"split failed: {exc}", exc.call_id)
         skips = out.skipped if isinstance(out, SplitOutputV2) else []
-        return self.interpret(record, out.claims, skips, texts, kept, call, coverage)
+        return self.interpret(record, out.claims, skips, texts, kept, call, coverage, framed)
+
+    def to_split(self, texts: list[str], kept: list[Sentence], version: str) -> list[int]:
+        """The numbers of the sentences the model is given to split: from ``split_claims``
+        v3 on, with an atomic rule, the run from the first sentence that is not atomic to the
+        last (the atomic ones before and after it are claims as they stand, those before it
+        given to the model as context); else every sentence."""
+        rule = self.config.atomic_rule
+        every = list(range(1, len(texts) + 1))
+        if not rule or not kept or not splits_per_sentence(version):
+            return every
+        split = [n for n, (text, sentence) in enumerate(zip(texts, kept, strict=True), start=1)
+                 if atomic_reason(text, own_citations(sentence), rule) is not None]
+        # one run of sentences, with no gap: a small model numbers the frames it reads in turn
+        return list(range(split[0], split[-1] + 1)) if split else every
 
     @staticmethod
     def sentences(record: AnswerRecord) -> tuple[list[str], list[Sentence]]:
@@ -253,18 +289,29 @@ class Splitter:
     def interpret(
         self, record: AnswerRecord, found: Sequence[ModelClaim], skips: Sequence[Any],
         texts: list[str], kept: list[Sentence], call: str, coverage: bool = True,
+        framed: list[int] | None = None,
     ) -> Split:
         """The claims the model ``found`` (each naming its sentence; an empty text stands for
         the whole sentence) and the sentences it ``skips``, checked: sentence numbers exist,
         a non-empty answer has a claim, every sentence is covered (``coverage``), the bound
-        holds. ``Split.made_from`` tells which of ``found`` each claim is."""
+        holds. ``framed``: the numbers of the sentences the model was given to split
+        (``None``: all of them); any other sentence is a claim as it stands (origin
+        ``sentence``): a model's claim naming it is an error, a skip naming it is ignored.
+        ``Split.made_from`` tells which of ``found`` each claim is."""
         bound = self.config.max_claims_per_answer
+        framed = framed or list(range(1, len(texts) + 1))
         error = None
-        bad = sorted({n for n in [c.sentence for c in found] + [k.sentence for k in skips]
-                      if not 1 <= n <= len(texts)})
+        numbers = [c.sentence for c in found] + [k.sentence for k in skips]
+        bad = sorted({n for n in numbers if not 1 <= n <= len(texts)})
+        unasked = sorted({c.sentence for c in found if c.sentence not in framed} - set(bad))
+        # a skip naming a context sentence says nothing: that sentence is a claim as it stands
+        skips = [k for k in skips if k.sentence in framed or k.sentence in bad]
         if bad:
             error = f"split referred to sentence numbers that do not exist: {bad[:5]}"
-        elif not found:
+        elif unasked:
+            error = (f"split referred to sentences it was given as context only: {unasked[:5]} "
+                     f"(given to split: {framed[:10]}); a person should look")
+        elif not found and len(framed) == len(texts):
             reasons = ", ".join(f"sentence {k.sentence}: {k.reason}" for k in skips) or "none"
             error = (f"the split found no claim in a non-empty answer of {len(texts)} "
                      f"sentence(s) (reasons given: {reasons}); a person should look")
@@ -276,6 +323,10 @@ class Splitter:
             cites = kept[c.sentence - 1].citations if kept else []
             abstention = c.kind == "abstention" or looks_like_abstention(text)
             specs.append((c.sentence, (text, cites, abstention), "split", index))
+        for n in sorted(set(range(1, len(texts) + 1)) - set(framed)):
+            text = texts[n - 1].strip()
+            specs.append((n, (text, kept[n - 1].citations, looks_like_abstention(text)),
+                          "sentence", None))
         specs, skipped = self._cover(specs, skips, texts, kept, reasons_given=coverage)
         specs, errors = self._faithful(specs, found, texts, kept, record)
         if len(specs) > bound:

@@ -60,7 +60,7 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
 
     configs = Path(__file__).resolve().parents[2] / "research" / "configs"
     assert JudgeConfig.load() == JudgeConfig.load(
-        configs / "probe_v5_fast_atomic2.toml")
+        configs / "probe_v5_sentences.toml")
     config = JudgeConfig.load()
     assert config.strategy == "probe" and config.probe_head is not None
     assert config.probe_head.file.startswith("builtin:")
