@@ -1,8 +1,9 @@
 """End to end on the embedded judge, split included (issue 36): answers and claims a minute,
-the model time of each step, and the peak RSS, for the default config beside the same config
-without its two speed settings (``reuse_instructions``, ``split_atomic``), and with
-``--slots N`` the default with N answers at once decoded together (``CLAIM_JUDGE_SLOTS=N``,
-``concurrency = N``).
+the model time of each step, and the peak RSS, for the default config (in a first process,
+which evaluates the split's instructions and saves their state, and in a later one, which
+restores it: judge.models.prefix_files) beside the same config without its two speed settings
+(``reuse_instructions``, ``split_atomic``), and with ``--slots N`` the default with N answers at
+once decoded together (``CLAIM_JUDGE_SLOTS=N``, ``concurrency = N``).
 
     python bench/end_to_end.py [--inputs sample,factcheck] [--factcheck-answers 100]
         [--slots N] [--no-baseline] [--json FILE]
@@ -34,9 +35,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "gold" / "samples" / "answers.jsonl"
 FACTCHECK = ROOT.parent / "shared" / "gold" / "external" / "factcheck_gpt.dev.jsonl"
 #: setting: (config overrides, environment)
+#: the instructions' states (judge.models.prefix_files) go to a fresh folder of the run, named
+#: in place of ``{states}``: the first process evaluates the instructions and saves them, the
+#: next restores them (what a user's second run gets)
+STATES = "CLAIM_JUDGE_PREFIX_FILES"
 SETTINGS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
-    "default": ({}, {}),
-    "without the speed settings": ({"reuse_instructions": False, "split_atomic": False}, {}),
+    "default, first process": ({}, {STATES: "{states}"}),
+    "default": ({}, {STATES: "{states}"}),
+    "without the speed settings": ({"reuse_instructions": False, "split_atomic": False},
+                                   {STATES: "0"}),
 }
 
 
@@ -133,6 +140,7 @@ def run(name: str, records: list[dict[str, Any]], tmp: Path,
     out: dict[str, Any] = {}
     for setting, (overrides, env) in settings.items():
         db = tmp / f"{name}-{len(out)}.db"
+        env = {k: v.replace("{states}", str(tmp / f"{name}-states")) for k, v in env.items()}
         got = run_child(inputs, overrides, db, env, f"{name}, {setting}")
         out[setting] = got
         claims = max(got["claims"], 1)
@@ -176,7 +184,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         settings.pop("without the speed settings")
     if args.slots > 1:
         settings[f"default, {args.slots} slots"] = (
-            {"concurrency": args.slots}, {"CLAIM_JUDGE_SLOTS": str(args.slots)})
+            {"concurrency": args.slots},
+            {"CLAIM_JUDGE_SLOTS": str(args.slots), STATES: "{states}"})
     with tempfile.TemporaryDirectory() as folder:
         for name in [s for s in args.inputs.split(",") if s]:
             if name == "sample":

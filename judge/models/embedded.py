@@ -47,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from judge.models import prefix_files
 from judge.models.model_bytes import digest, read_marker, remember, write_marker
 from judge.models.model_bytes import marker_path as _marker_path
 from judge.models.providers import THREADS_ENV
@@ -442,7 +443,9 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
             prompt_cache = os.environ.get(ENV_PROMPT_CACHE, "").lower() in ("1", "true", "yes")
             # the probe's runtime reads prompts only: nothing to gain from decoding together
             slots = 1 if layers is not None else slots_wanted()
-            loaded = Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache, slots)
+            # the whole model keeps its instructions' states on disk (the cut one has none)
+            folder = prefix_files.folder(cache_dir()) if layers is None else None
+            loaded = Runtime(path, gguf_id, n_ctx, n_threads, prompt_cache, slots, folder)
             if layers is None:
                 _runtime = loaded
             else:

@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.error
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge.models.prefix_files import PrefixFiles, cpu_identity
 from judge.models.slots import SlotPool
 
 #: How llama.cpp loads the weights: read into memory rather than mapped, since it repacks most
@@ -85,7 +88,7 @@ class Runtime:
 
     def __init__(
         self, path: Path, gguf_id: str, n_ctx: int, n_threads: int, prompt_cache: bool,
-        slots: int = 1,
+        slots: int = 1, prefix_folder: Path | None = None,
     ) -> None:
         started = time.perf_counter()
         try:
@@ -130,7 +133,14 @@ class Runtime:
         params.verbosity = 0
         # xllamacpp also opens an HTTP listener on 127.0.0.1 (random port); lock it with a
         # throw-away key so other local users cannot drive the model through it.
-        params.api_keys = [uuid.uuid4().hex + uuid.uuid4().hex]
+        self._key = uuid.uuid4().hex + uuid.uuid4().hex
+        params.api_keys = [self._key]
+        if prefix_folder is not None:  # the instructions' states (judge.models.prefix_files)
+            try:
+                prefix_folder.mkdir(parents=True, exist_ok=True)
+                params.slot_save_path = str(prefix_folder) + os.sep
+            except OSError:
+                prefix_folder = None
         try:
             self._server = xlc.Server(params)
         except Exception as exc:
@@ -145,7 +155,11 @@ class Runtime:
             load_seconds=time.perf_counter() - started,
             slots=slots,
         )
-        self._slots = SlotPool(slots, self._call)
+        files = None
+        if prefix_folder is not None and getattr(self._server, "listening_address", None):
+            identity = f"{self.info.fingerprint} threads-{n_threads} {cpu_identity()}"
+            files = PrefixFiles(prefix_folder, identity, self._slot_action)
+        self._slots = SlotPool(slots, self._call, files)
 
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:
         mode = request.get("shared_prefix")
@@ -163,6 +177,22 @@ class Runtime:
         every slot's cache is dropped first, so a vector never depends on what ran before."""
         with self._slots.every():
             return self._call("handle_embeddings", {"input": text})
+
+    def _slot_action(self, slot: int, action: str, filename: str) -> dict[str, Any]:
+        """llama.cpp's slot ``save`` or ``restore`` of ``filename`` in the prefix folder,
+        through the runtime's own listener on 127.0.0.1 (no proxy), with its key."""
+        request = urllib.request.Request(
+            f"{self._server.listening_address}/slots/{slot}?action={action}",
+            data=json.dumps({"filename": filename}).encode(), method="POST",
+            headers={"Authorization": f"Bearer {self._key}",
+                     "Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=120) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return {"error": f"HTTP {exc.code}"}
+        return answer if isinstance(answer, dict) else {"error": "unexpected answer"}
 
     def _call(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
         """One request to the runtime (``handle_chat_completions``, ``handle_completions``)."""

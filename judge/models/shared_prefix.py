@@ -23,7 +23,8 @@ all, with ``reuse_prefix`` on) has one level only: the fixed instructions, the s
 up to the line that names the request's frame token (or the whole system message when it
 names none). The slot is cut back to exactly that text before each such request, so the
 instructions are evaluated once per process and a request's output is still a function of
-its prompt alone.
+its prompt alone. Their state is also kept on disk for the next process
+(:mod:`judge.models.prefix_files`): restored instead of evaluated, then cut back the same way.
 
 The text of a level is the model's chat template applied by hand (ChatML, Qwen2.5's); a
 request with other roles, or a cut that does not line up with the runtime's tokens (checked
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from judge.models.prefix_files import PrefixFiles
 from judge.models.prompts import BOUNDARY_PREFIX
 
 #: How a data frame opens in the templates.
@@ -91,10 +93,14 @@ class PrefixCache:
     the request holding that slot only (:class:`judge.models.slots.SlotPool`), whose calls
     name the slot."""
 
-    def __init__(self, call: RuntimeCall) -> None:
+    def __init__(self, call: RuntimeCall, files: PrefixFiles | None = None, slot: int = 0
+                 ) -> None:
         self._call = call
         self._common: str | None = None
         self._shared: str | None = None
+        #: the instructions' states kept on disk (judge.models.prefix_files), and this slot
+        self._files = files
+        self._slot = slot
 
     def forget(self) -> None:
         """The slot now holds something else (an unflagged request ran)."""
@@ -127,12 +133,19 @@ class PrefixCache:
     def _cut_to(self, common: str) -> bool:
         """Leave the slot holding exactly ``common`` with its last token evaluated once more
         (evaluated from an empty cache first when the slot holds other instructions)."""
+        restored = False
         if self._common != common:
             self._shared = None
-            if self._evaluate(common, cached=False) is None:
+            restored = self._files is not None and self._files.restore(self._slot, common)
+            if not restored and self._evaluate(common, cached=False) is None:
                 return False
+            if not restored and self._files is not None:
+                self._files.save(self._slot, common)
             self._common = common
-        return self._evaluate(common) == 1
+        lined_up = self._evaluate(common) == 1
+        if restored and not lined_up and self._files is not None:
+            self._files.discard(common)
+        return lined_up
 
     def _prepare(self, found: Levels) -> bool:
         """Leave the slot holding exactly ``found.shared`` with its last token evaluated once

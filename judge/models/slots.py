@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from judge.models.prefix_files import PrefixFiles
 from judge.models.shared_prefix import PrefixCache, RuntimeCall
 
 
@@ -74,7 +75,8 @@ class Turns:
 class SlotPool:
     """The slots of one runtime and the shared-prefix state of each."""
 
-    def __init__(self, count: int, call: RuntimeCall) -> None:
+    def __init__(self, count: int, call: RuntimeCall, files: PrefixFiles | None = None
+                 ) -> None:
         if count < 1:
             raise ValueError(f"a runtime needs at least one slot, not {count}")
         self.count = count
@@ -84,7 +86,8 @@ class SlotPool:
             self._free.put(slot)
         #: each slot's call (its id sent as ``id_slot``) and its shared-prefix state
         self._calls = [self._bound(slot) for slot in range(count)]
-        self._prefixes = [PrefixCache(call) for call in self._calls]
+        self._prefixes = [PrefixCache(call, files, slot)
+                          for slot, call in enumerate(self._calls)]
         # one taker of every slot at a time: two taking them one by one could each hold some
         self._taking = threading.Lock()
 

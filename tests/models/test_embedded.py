@@ -503,7 +503,9 @@ class RecordingRuntime:
     """Stands in for the xllamacpp runtime at load time: records the context it was given."""
 
     def __init__(self, path: Path, gguf_id: str, n_ctx: int, n_threads: int,
-                 prompt_cache: bool, slots: int = 1) -> None:
+                 prompt_cache: bool, slots: int = 1, prefix_folder: Path | None = None
+                 ) -> None:
+        self.prefix_folder = prefix_folder
         self.info = embedded.RuntimeInfo(
             path=path, gguf_id=gguf_id, xllamacpp_version="0", n_ctx=n_ctx,
             n_threads=n_threads, prompt_cache=prompt_cache, load_seconds=0.0, slots=slots)

@@ -131,3 +131,59 @@ def test_a_split_on_cached_instructions_equals_a_cold_one_in_any_order(tmp_path:
                                                "1965.", "sources": _split_answers()[0]["sources"]}],
                   config=cold, db=Store.open(tmp_path / "between.db"))
     assert claims(fast, _split_answers()[::-1], "reversed") == reference
+
+
+def test_only_the_sentences_that_are_not_atomic_are_split_by_the_real_model(
+    tmp_path: Path,
+) -> None:
+    """The default (split_claims v3, atomic/v2): the atomic first sentence is a claim as it
+    stands and only the second, which refers to it and joins two facts, is generated; every
+    sentence is covered and none of the model's claims fails its checks."""
+    source = {"id": "S1", "text": "The Eiffel Tower is in Paris. It was completed in 1889 and "
+                                  "is 330 metres tall."}
+    store = Store.open(tmp_path / "v3.db")
+    config = JudgeConfig.load()
+    assert config.prompts["split_claims"] == "v3" and config.atomic_rule
+    judge_answers([{"id": "tower", "answer": "The Eiffel Tower is in Paris. It was completed "
+                                             "in 1889 and it is 330 metres tall.",
+                    "sources": [source]}], config=config, db=store)
+    (split,) = [c for c in store.db["calls"].rows if c["purpose"] == "split"]
+    user = json.loads(split["messages"])[-1]["content"]
+    assert "sentence=2" in user and "sentence=1" not in user and " context\n" in user
+    rows = list(store.verdict_rows())
+    assert (rows[0]["claim"], rows[0]["origin"]) == ("The Eiffel Tower is in Paris.", "sentence")
+    later = rows[1:]
+    assert later and all(r["origin"] == "split" and r["label"] != JUDGE_ERROR for r in later)
+    assert any("1889" in r["claim"] for r in later) and any("330" in r["claim"] for r in later)
+
+
+def test_a_split_on_restored_instructions_equals_one_on_evaluated_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """judge.models.prefix_files: the first runtime evaluates the split's instructions and
+    saves their state; a new runtime (as a new process) restores it instead of evaluating,
+    and the split's output is the same to the byte."""
+    from judge.models import embedded, prefix_files
+
+    folder = tmp_path / "states"
+    monkeypatch.setenv(prefix_files.ENV_PREFIX_FILES, str(folder))
+    restored: list[bool] = []
+    original = prefix_files.PrefixFiles.restore
+
+    def spy(self: prefix_files.PrefixFiles, slot: int, text: str) -> bool:
+        restored.append(original(self, slot, text))
+        return restored[-1]
+
+    monkeypatch.setattr(prefix_files.PrefixFiles, "restore", spy)
+    outputs = []
+    for name in ("evaluated", "restored"):
+        embedded.unload()  # a new runtime, as in a new process
+        store = Store.open(tmp_path / f"{name}.db")
+        judge_answers(_split_answers()[:1], config=JudgeConfig.load(), db=store)
+        (split,) = [c for c in store.db["calls"].rows if c["purpose"] == "split"]
+        outputs.append((split["raw_output"], [r["claim"] for r in store.verdict_rows()]))
+        if name == "evaluated":
+            assert restored == [False] and [p.suffix for p in folder.iterdir()] == [".bin"]
+    embedded.unload()
+    assert restored == [False, True]
+    assert outputs[0] == outputs[1]
