@@ -3,7 +3,8 @@ again (``reuse_instructions``).
 
 With ``reuse_instructions`` a split is evaluated on top of its prompt's fixed instructions
 (:mod:`judge.models.shared_prefix`): about 540 tokens that the first split of every process
-evaluated from an empty cache, some 8 seconds on two cores, a second a claim on a small batch.
+evaluated from an empty cache, some 8 seconds on two cores (0.4–0.7 s a claim on ``make
+run``'s sample).
 After that first evaluation the slot's state (its tokens and their KV cache) is saved with
 llama.cpp's slot save action into ``<cache>/prefixes/``, under a name derived from the
 instructions' text and from what computed them (the runtime's fingerprint: xllamacpp's
@@ -13,10 +14,13 @@ instructions as before, which evaluates their last token once more: the cache th
 numbers the cold evaluation gives, so an output is still a function of its prompt alone
 (a real-model test compares a split on restored instructions with one on evaluated ones).
 
-A file that cannot be restored, or whose tokens do not line up with the instructions, is
-deleted and the instructions are evaluated as before; a file is written under a temporary
-name and renamed, so a process never restores a half-written one. ``CLAIM_JUDGE_PREFIX_FILES``
-names another folder, or turns the files off with ``0`` (the cost is only time).
+A file is written under a temporary name with the sha256 of its bytes beside it
+(``….bin.sha256``) and renamed, so a process never restores a half-written one; a file whose
+bytes no longer hash to its marker (a disk error, an edit: the KV numbers are not checked by
+the runtime, only its tokens), that cannot be restored, or whose tokens do not line up with
+the instructions, is deleted and the instructions are evaluated as before.
+``CLAIM_JUDGE_PREFIX_FILES`` names another folder, or turns the files off with ``0`` (the
+cost is only time).
 """
 
 from __future__ import annotations
@@ -75,10 +79,19 @@ class PrefixFiles:
         return f"instructions-{key}.bin"
 
     def restore(self, slot: int, text: str) -> bool:
-        """Load the saved state of ``text`` into ``slot``; ``False`` when there is none or it
-        could not be loaded (then it is deleted)."""
+        """Load the saved state of ``text`` into ``slot``; ``False`` when there is none, its
+        bytes are not those saved (its ``.sha256``) or it could not be loaded (then it is
+        deleted)."""
         name = self.name(text)
-        if not (self.folder / name).is_file():
+        path = self.folder / name
+        if not path.is_file():
+            return False
+        try:
+            intact = _sha256(path) == _marker(path).read_text(encoding="utf-8").strip()
+        except OSError:
+            intact = False
+        if not intact:  # changed, or written by a process that died before its marker
+            self.discard(text)
             return False
         try:
             result = self._action(slot, "restore", name)
@@ -98,13 +111,33 @@ class PrefixFiles:
             self.folder.mkdir(parents=True, exist_ok=True)
             result = self._action(slot, "save", temporary)
             if "error" not in result and result.get("n_saved"):
+                digest = _sha256(self.folder / temporary)
+                marker = _marker(self.folder / temporary)
+                marker.write_text(digest + "\n", encoding="utf-8")
                 os.replace(self.folder / temporary, self.folder / name)
+                os.replace(marker, _marker(self.folder / name))
         except Exception:  # noqa: BLE001, S110 - a cache: nothing to report to the run
             pass
-        with contextlib.suppress(OSError):
-            (self.folder / temporary).unlink()
+        for leftover in (self.folder / temporary, _marker(self.folder / temporary)):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
     def discard(self, text: str) -> None:
         """Delete the saved state of ``text`` (it did not restore or did not line up)."""
-        with contextlib.suppress(OSError):
-            (self.folder / self.name(text)).unlink()
+        path = self.folder / self.name(text)
+        for stale in (path, _marker(path)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def _marker(path: Path) -> Path:
+    """The file holding the sha256 of ``path``'s bytes as saved."""
+    return path.with_name(path.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

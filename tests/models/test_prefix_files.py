@@ -4,6 +4,7 @@ and its outputs have the history a cold evaluation gives them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,8 @@ def test_a_later_process_restores_the_instructions_and_gets_the_same_numbers(
     common = instructions(REQUESTS[0]["messages"])
     assert common is not None
     (saved,) = [name for action, name in first_disk.actions if action == "save"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [name(tmp_path, common)]
+    saved_name = name(tmp_path, common)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [saved_name, saved_name + ".sha256"]
     assert saved.endswith(".tmp")  # written under a temporary name, then renamed
     # a new process: nothing evaluated from an empty cache, the same history for every output
     slot, disk, cache = process(tmp_path)
@@ -90,6 +92,13 @@ def test_another_runtime_or_other_instructions_have_their_own_file(tmp_path: Pat
     assert [action for action, _ in disk.actions] == ["save"]  # a's file is not b's
 
 
+def write_state(path: Path, content: str) -> None:
+    """A state file with its marker, as a save leaves them."""
+    path.write_text(content)
+    path.with_name(path.name + ".sha256").write_text(
+        hashlib.sha256(content.encode()).hexdigest() + "\n")
+
+
 def test_a_file_that_does_not_restore_is_deleted_and_the_instructions_evaluated(
     tmp_path: Path,
 ) -> None:
@@ -97,10 +106,28 @@ def test_a_file_that_does_not_restore_is_deleted_and_the_instructions_evaluated(
     expected = outputs(reference, reference_slot)
     slot, disk, cache = process(tmp_path)
     saved = name(tmp_path, instructions(REQUESTS[0]["messages"]))
-    (tmp_path / saved).write_text("half a file")
+    write_state(tmp_path / saved, "half a file")  # intact bytes the runtime refuses
     assert outputs(cache, slot) == expected
     assert [action for action, _ in disk.actions] == ["restore", "save"]
     assert json.loads((tmp_path / saved).read_text())[0]  # saved anew, whole
+
+
+@pytest.mark.parametrize("damage", ["changed", "no marker"])
+def test_a_file_whose_bytes_are_not_those_saved_is_never_restored(
+    tmp_path: Path, damage: str,
+) -> None:
+    """The runtime checks a restored state's tokens, not its numbers: the marker does."""
+    first_slot, _, first = process(tmp_path)
+    expected = outputs(first, first_slot)
+    saved = tmp_path / name(tmp_path, instructions(REQUESTS[0]["messages"]))
+    if damage == "changed":
+        tokens, history = json.loads(saved.read_text())
+        saved.write_text(json.dumps([tokens, ["tampered"] * len(history)]))
+    else:
+        saved.with_name(saved.name + ".sha256").unlink()
+    slot, disk, cache = process(tmp_path)
+    assert outputs(cache, slot) == expected
+    assert [action for action, _ in disk.actions] == ["save"]  # evaluated, saved anew
 
 
 def test_a_restored_state_that_does_not_line_up_is_discarded(tmp_path: Path) -> None:
@@ -109,7 +136,7 @@ def test_a_restored_state_that_does_not_line_up_is_discarded(tmp_path: Path) -> 
     good one."""
     slot, disk, cache = process(tmp_path)
     saved = name(tmp_path, instructions(REQUESTS[0]["messages"]))
-    (tmp_path / saved).write_text(json.dumps(["something else", ["x"] * 14]))
+    write_state(tmp_path / saved, json.dumps(["something else", ["x"] * 14]))
     cache.instructions(REQUESTS[0])
     prompt, _, evaluated = slot.chats[0]
     assert evaluated == len(prompt)  # evaluated whole, from an empty cache
