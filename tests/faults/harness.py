@@ -210,15 +210,25 @@ def write_records(path: Path, records: Sequence[dict[str, Any]] = RECORDS) -> Pa
     return path
 
 
-def launch_all(commands: list[tuple[list[str], Path]], timeout: float = 300
-               ) -> list[subprocess.CompletedProcess[str]]:
-    """Run commands (argv, cwd) concurrently; their completed processes, in order."""
-    procs = [subprocess.Popen(argv, cwd=cwd, env=env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for argv, cwd in commands]
-    done = []
-    for proc, (argv, _) in zip(procs, commands, strict=True):
-        out, err = proc.communicate(timeout=timeout)
-        done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
+#: Scenario runs at a time: each is a CLI process whose start-up takes seconds of CPU, and the
+#: scenarios' servers must answer within their 1 s timeout; all 27 at once on two cores
+#: starved the servers into timeouts that consumed the faults (a flaky run, not a finding).
+SCENARIOS_AT_ONCE = max(2, 2 * (os.cpu_count() or 1))
+
+
+def launch_all(commands: list[tuple[list[str], Path]], timeout: float = 300,
+               at_once: int | None = None) -> list[subprocess.CompletedProcess[str]]:
+    """Run commands (argv, cwd) concurrently, at most ``at_once`` at a time (``None``: all
+    together); their completed processes, in order."""
+    done: list[subprocess.CompletedProcess[str]] = []
+    width = at_once or max(1, len(commands))
+    for start in range(0, len(commands), width):
+        batch = commands[start:start + width]
+        procs = [subprocess.Popen(argv, cwd=cwd, env=env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for argv, cwd in batch]
+        for proc, (argv, _) in zip(procs, batch, strict=True):
+            out, err = proc.communicate(timeout=timeout)
+            done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
     return done
 
 
@@ -245,7 +255,8 @@ def run_scenarios(base: Path, scenarios: Sequence[Scenario] = SCENARIOS) -> list
             outcomes.append(Outcome(scenario, work))
             commands.append((judge_cmd("run", "in.jsonl", "--db", "judge.db", "-c", "judge.toml",
                                        "--json", *scenario.cli), work))
-        for outcome, proc in zip(outcomes, launch_all(commands), strict=True):
+        for outcome, proc in zip(outcomes, launch_all(commands, at_once=SCENARIOS_AT_ONCE),
+                                 strict=True):
             outcome.returncode, outcome.stdout, outcome.stderr = (
                 proc.returncode, proc.stdout, proc.stderr)
         for outcome, server in zip(outcomes, servers, strict=True):
@@ -255,7 +266,7 @@ def run_scenarios(base: Path, scenarios: Sequence[Scenario] = SCENARIOS) -> list
         by_cli = [o for o in outcomes if o.scenario.name in CLI_RECOVERY]
         procs = launch_all([(judge_cmd("run", "in.jsonl", "--db", "judge.db", "-c",
                                        "judge.toml", "--json", "--retry-errors"), o.workdir)
-                            for o in by_cli])
+                            for o in by_cli], at_once=SCENARIOS_AT_ONCE)
         for outcome, proc in zip(by_cli, procs, strict=True):
             outcome.recovered_code = proc.returncode
             outcome.recovered_errors = (json.loads(proc.stdout).get("judge_errors")
