@@ -14,11 +14,12 @@ instructions as before, which evaluates their last token once more: the cache th
 numbers the cold evaluation gives, so an output is still a function of its prompt alone
 (a real-model test compares a split on restored instructions with one on evaluated ones).
 
-A file is written under a temporary name with the sha256 of its bytes beside it
-(``….bin.sha256``) and renamed, so a process never restores a half-written one; a file whose
-bytes no longer hash to its marker (a disk error, an edit: the KV numbers are not checked by
-the runtime, only its tokens), that cannot be restored, or whose tokens do not line up with
-the instructions, is deleted and the instructions are evaluated as before.
+A file is written under a temporary name and renamed, then the sha256 of its bytes is written
+beside it (``….bin.sha256``, :mod:`judge.models.model_bytes`'s markers), so a process never
+restores a half-written one; a file whose bytes no longer hash to its marker (a disk error,
+an edit: the KV numbers are not checked by the runtime, only its tokens), that cannot be
+restored, or whose tokens do not line up with the instructions, is deleted and the
+instructions are evaluated as before.
 ``CLAIM_JUDGE_PREFIX_FILES`` names another folder, or turns the files off with ``0`` (the
 cost is only time).
 """
@@ -33,6 +34,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from judge.models.model_bytes import marker_path, read_marker, sha256_file, write_marker
 
 ENV_PREFIX_FILES = "CLAIM_JUDGE_PREFIX_FILES"
 #: the folder beside the model files
@@ -87,7 +90,7 @@ class PrefixFiles:
         if not path.is_file():
             return False
         try:
-            intact = _sha256(path) == _marker(path).read_text(encoding="utf-8").strip()
+            intact = sha256_file(path) == read_marker(path)
         except OSError:
             intact = False
         if not intact:  # changed, or written by a process that died before its marker
@@ -111,33 +114,18 @@ class PrefixFiles:
             self.folder.mkdir(parents=True, exist_ok=True)
             result = self._action(slot, "save", temporary)
             if "error" not in result and result.get("n_saved"):
-                digest = _sha256(self.folder / temporary)
-                marker = _marker(self.folder / temporary)
-                marker.write_text(digest + "\n", encoding="utf-8")
+                sha256 = sha256_file(self.folder / temporary)
                 os.replace(self.folder / temporary, self.folder / name)
-                os.replace(marker, _marker(self.folder / name))
+                write_marker(self.folder / name, sha256)
         except Exception:  # noqa: BLE001, S110 - a cache: nothing to report to the run
             pass
-        for leftover in (self.folder / temporary, _marker(self.folder / temporary)):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+        with contextlib.suppress(OSError):
+            (self.folder / temporary).unlink()
 
     def discard(self, text: str) -> None:
         """Delete the saved state of ``text`` (it did not restore or did not line up)."""
         path = self.folder / self.name(text)
-        for stale in (path, _marker(path)):
+        for stale in (path, marker_path(path)):
             with contextlib.suppress(OSError):
                 stale.unlink()
 
-
-def _marker(path: Path) -> Path:
-    """The file holding the sha256 of ``path``'s bytes as saved."""
-    return path.with_name(path.name + ".sha256")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
