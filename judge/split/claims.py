@@ -47,7 +47,7 @@ from judge.models.prompts import render
 from judge.models.schemas import SplitOutput, SplitOutputV2
 from judge.records import AnswerRecord, Citation
 from judge.split.abstention import looks_like_abstention
-from judge.split.atomic import all_atomic, atomic_reason
+from judge.split.atomic import atomic_reason
 from judge.split.checkable import GROUNDED_SHARE, checkable_reason, grounding
 from judge.split.citations import Sentence, segment_answer
 from judge.split.faithful import uncovered_content, unfaithful
@@ -199,9 +199,22 @@ def uses_coverage(version: str) -> bool:
 
 
 def splits_per_sentence(version: str) -> bool:
-    """``split_claims`` v3 and later take context: with an atomic rule, only the sentences
-    that are not atomic are split."""
+    """``split_claims`` v3 and later take context: with an atomic rule, only the run of
+    sentences from the first that is not atomic to the last is split."""
     return int(version.removeprefix("v")) >= 3
+
+
+def to_split(atomic: list[bool], count: int, version: str) -> list[int]:
+    """The numbers of the ``count`` sentences the model is given to split: from
+    ``split_claims`` v3 on, with the sentences' ``atomic`` flags, the run from the first
+    sentence that is not atomic to the last (the atomic ones before and after it are claims as
+    they stand, those before it given to the model as context); else every sentence."""
+    every = list(range(1, count + 1))
+    if not atomic or not splits_per_sentence(version):
+        return every
+    split = [n for n, is_atomic in enumerate(atomic, start=1) if not is_atomic]
+    # one run of sentences, with no gap: a small model numbers the frames it reads in turn
+    return list(range(split[0], split[-1] + 1)) if split else every
 
 
 def split_context(texts: list[str], framed: list[int]) -> str:
@@ -229,14 +242,13 @@ class Splitter:
             given = [(c.text, c.citations, looks_like_abstention(c.text)) for c in record.claims]
             return Split(make_claims(answer_id, given, origin="given"))
         texts, kept = self.sentences(record)
-        rule = self.config.atomic_rule
-        if rule and 0 < len(kept) <= bound and all_atomic(
-                texts, [own_citations(s) for s in kept], rule):
+        atomic = self.atomic(texts, kept)
+        if atomic and all(atomic) and len(kept) <= bound:
             specs = [(s.text.strip(), s.citations, looks_like_abstention(s.text)) for s in kept]
             return Split(make_claims(answer_id, specs, origin="sentence"))
         version = self.config.prompts["split_claims"]
         coverage = uses_coverage(version)
-        framed = self.to_split(texts, kept, version)
+        framed = to_split(atomic, len(texts), version)
         extra: dict[str, Any] = {}
         if len(framed) < len(texts):  # the answer's numbers; what the model reads beside
             extra["numbers"] = framed
@@ -255,19 +267,14 @@ class Splitter:
         skips = out.skipped if isinstance(out, SplitOutputV2) else []
         return self.interpret(record, out.claims, skips, texts, kept, call, coverage, framed)
 
-    def to_split(self, texts: list[str], kept: list[Sentence], version: str) -> list[int]:
-        """The numbers of the sentences the model is given to split: from ``split_claims``
-        v3 on, with an atomic rule, the run from the first sentence that is not atomic to the
-        last (the atomic ones before and after it are claims as they stand, those before it
-        given to the model as context); else every sentence."""
+    def atomic(self, texts: list[str], kept: list[Sentence]) -> list[bool]:
+        """Whether each sentence is atomic under the config's rule (:mod:`judge.split.atomic`);
+        empty without a rule, or when the program found no sentence."""
         rule = self.config.atomic_rule
-        every = list(range(1, len(texts) + 1))
-        if not rule or not kept or not splits_per_sentence(version):
-            return every
-        split = [n for n, (text, sentence) in enumerate(zip(texts, kept, strict=True), start=1)
-                 if atomic_reason(text, own_citations(sentence), rule) is not None]
-        # one run of sentences, with no gap: a small model numbers the frames it reads in turn
-        return list(range(split[0], split[-1] + 1)) if split else every
+        if not rule or not kept:
+            return []
+        return [atomic_reason(text, own_citations(sentence), rule) is None
+                for text, sentence in zip(texts, kept, strict=True)]
 
     @staticmethod
     def sentences(record: AnswerRecord) -> tuple[list[str], list[Sentence]]:
