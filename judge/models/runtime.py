@@ -135,12 +135,9 @@ class Runtime:
         # throw-away key so other local users cannot drive the model through it.
         self._key = uuid.uuid4().hex + uuid.uuid4().hex
         params.api_keys = [self._key]
-        if prefix_folder is not None:  # the instructions' states (judge.models.prefix_files)
-            try:
-                prefix_folder.mkdir(parents=True, exist_ok=True)
-                params.slot_save_path = str(prefix_folder) + os.sep
-            except OSError:
-                prefix_folder = None
+        if prefix_folder is not None:  # the instructions' states (judge.models.prefix_files,
+            # which makes the folder when it first saves)
+            params.slot_save_path = str(prefix_folder) + os.sep
         try:
             self._server = xlc.Server(params)
         except Exception as exc:

@@ -541,3 +541,20 @@ def test_the_context_variable_wins_over_either_default(monkeypatch: pytest.Monke
     monkeypatch.setenv(embedded.ENV_N_CTX, "6000")
     embedded.load(layers=21)
     assert embedded.load().n_ctx == 6000
+
+
+@pytest.mark.usefixtures("recording_load")
+def test_only_the_whole_model_keeps_instruction_states(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """The cut runtime reads probe prompts only: no states; the whole model's go to the
+    folder judge.models.prefix_files names, or nowhere when turned off."""
+    monkeypatch.setenv("CLAIM_JUDGE_PREFIX_FILES", str(tmp_path / "states"))
+    embedded.load(layers=21)
+    embedded.load()
+    assert embedded._layered[21].prefix_folder is None  # type: ignore[attr-defined]
+    assert embedded._runtime.prefix_folder == tmp_path / "states"  # type: ignore[union-attr]
+    monkeypatch.setenv("CLAIM_JUDGE_PREFIX_FILES", "0")
+    monkeypatch.setattr(embedded, "_runtime", None)
+    embedded.load()
+    assert embedded._runtime.prefix_folder is None  # type: ignore[union-attr]
