@@ -33,7 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "gold" / "samples" / "answers.jsonl"
-FACTCHECK = ROOT.parent / "shared" / "gold" / "external" / "factcheck_gpt.dev.jsonl"
+FACTCHECK = ROOT / "gold" / "external" / "factcheck_gpt.dev.jsonl"
 #: setting: (config overrides, environment)
 #: the instructions' states (judge.models.prefix_files) go to a fresh folder of the run, named
 #: in place of ``{states}``: the first process evaluates the instructions and saves them, the
@@ -48,7 +48,11 @@ SETTINGS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
 
 
 def factcheck_answers(limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` distinct Factcheck-GPT answers, sources = their claims' passages."""
+    """The first ``limit`` distinct Factcheck-GPT answers, sources = their claims' passages
+    (a source id over the records' limit, a URL, is shortened as ``judge eval-gold`` does)."""
+    sys.path.insert(0, str(ROOT))
+    from judge.evaluation.matching import short_source_id
+
     answers: dict[str, dict[str, Any]] = {}
     for line in FACTCHECK.read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
@@ -60,8 +64,9 @@ def factcheck_answers(limit: int) -> list[dict[str, Any]]:
                             "answer": item["answer"], "sources": []}
         sources = answers[key]["sources"]
         for source in item["sources"]:
-            if source["id"] not in {s["id"] for s in sources}:
-                sources.append(source)
+            short = short_source_id(source["id"], set())
+            if short not in {s["id"] for s in sources}:
+                sources.append({**source, "id": short})
     return list(answers.values())
 
 

@@ -73,7 +73,7 @@ class Conversion:
                        for r in self.records)
 
 
-def _short_source_id(source_id: str, taken: set[str]) -> str:
+def short_source_id(source_id: str, taken: set[str]) -> str:
     """Answer records limit source ids to ``MAX_ID_CHARS``: keep a readable head and a hash."""
     if len(source_id) <= MAX_ID_CHARS and source_id not in taken:
         return source_id
@@ -122,7 +122,7 @@ def gold_to_records(entries: Sequence[GoldEntry]) -> Conversion:
         id_map: dict[str, str] = {}
         sources = []
         for s in first.sources:
-            short = _short_source_id(s.id, taken)
+            short = short_source_id(s.id, taken)
             taken.add(short)
             id_map[s.id] = short
             sources.append({**s.model_dump(by_alias=True, exclude_none=True), "id": short})
