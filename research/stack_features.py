@@ -43,7 +43,7 @@ from judge.fitting.stack import RIDGE  # noqa: E402
 from judge.review.score import logit  # noqa: E402
 from judge.split.citations import strip_markers  # noqa: E402
 from judge.text import best_passages, tokens  # noqa: E402
-from research.stack_triage import measure, paired, pct  # noqa: E402
+from research.stack_triage import json_default, measure, paired, pct  # noqa: E402
 from research.triage import (  # noqa: E402
     DEFAULT_VERSION,
     auc,
@@ -180,16 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     report.update(command=" ".join(sys.argv),
                   written_at=datetime.now(UTC).isoformat(timespec="seconds"))
     if args.output:
-        args.output.write_text(json.dumps(report, indent=2, default=_json) + "\n", "utf-8")
+        args.output.write_text(json.dumps(report, indent=2, default=json_default) + "\n", "utf-8")
     return 0
-
-
-def _json(v: Any) -> Any:
-    if isinstance(v, float) and math.isinf(v):
-        return str(v)
-    if isinstance(v, np.generic):
-        return v.item()
-    raise TypeError(type(v))
 
 
 if __name__ == "__main__":

@@ -213,11 +213,12 @@ def main(argv: list[str] | None = None) -> int:
                   written_at=datetime.now(UTC).isoformat(timespec="seconds"))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(report, indent=2, default=_json) + "\n", "utf-8")
+        args.output.write_text(json.dumps(report, indent=2, default=json_default) + "\n", "utf-8")
     return 0
 
 
-def _json(v: Any) -> Any:
+def json_default(v: Any) -> Any:
+    """``json.dumps``'s default for the reports: infinities as text, numpy scalars as numbers."""
     if isinstance(v, float) and math.isinf(v):
         return str(v)
     if isinstance(v, np.generic):
