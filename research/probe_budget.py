@@ -1,0 +1,163 @@
+"""Issue 32, tuning folds only: does the probe rank claims better when it reads more of a long
+source? The probe reads at most ``PROBE_EXCERPT_CHARS`` (500) characters of located evidence;
+WiCE's sources run to 2,000 characters and more, and the share of a supported claim's words
+found in its 500 located characters is 0.59 against 0.72 in the whole source.
+
+    python research/probe_budget.py --compute [--budget 1500]   # the vectors, ~1 s a claim more
+    python research/probe_budget.py [--budget 1500] [--output research/reports/probe_budget.json]
+
+``--compute`` writes the dev claims whose located evidence differs at ``--budget`` characters
+(``out/budget<N>_subset.jsonl``) and judges them with the same config as ``out/dev_all.db``
+(``research/configs/probe_first21_context.toml``) into ``out/dev_budget<N>.db``, with the
+budget patched in this process only (the judge version does not name it, which is why the
+store is a separate file). The analysis takes every dev claim from ``out/dev_all.db`` except
+those, which it takes (vector and verdict row) from the budget's store, fits the head out of
+fold on each set of vectors (10 folds grouped by source, L2 300), and compares the support
+scores, alone and stacked with the evidence strength (``stacked-v1``, fitted out of fold on
+the same folds): ROC AUC overall and per dataset, false alarms at exactly 90% recall and at
+the 0.9 / 90% point, and the paired group bootstrap of the change in false alarms
+(:func:`research.stack_triage.paired`). No held-back file is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent
+REPO = ROOT.parent
+sys.path.insert(0, str(REPO))
+
+import judge.decide.probe as probe_module  # noqa: E402
+from judge.config import JudgeConfig  # noqa: E402
+from judge.decide.excerpts import locate_excerpts  # noqa: E402
+from judge.fitting.stack import fit_stack  # noqa: E402
+from judge.records import AnswerRecord  # noqa: E402
+from research.stack_triage import json_default, measure, paired, pct  # noqa: E402
+from research.triage import (  # noqa: E402
+    DEFAULT_VERSION,
+    cv_fit,
+    data_of,
+    flag_scores,
+    load,
+    snapshot,
+)
+
+GOLD = [REPO / "gold" / "eval_all.jsonl", ROOT / "tuning_subset.jsonl"]
+TUNING = ROOT / "tuning_subset.jsonl"
+CONFIG = ROOT / "configs" / "probe_first21_context.toml"
+
+
+def spans(claim: str, record: AnswerRecord, budget: int) -> list[tuple[str, int | None,
+                                                                          int | None]]:
+    return [(e.source_id, e.start, e.end) for e in locate_excerpts(claim, record, budget)]
+
+
+def changed_lines(budget: int) -> list[str]:
+    """The dev gold lines whose located evidence differs at ``budget`` characters."""
+    out = []
+    for path in GOLD:
+        for line in path.read_text("utf-8").splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            record = AnswerRecord.model_validate({
+                "id": "a", "answer": item.get("answer") or item["claim"],
+                "sources": [{"id": str(i), "text": s["text"]}
+                            for i, s in enumerate(item["sources"])]})
+            base = spans(item["claim"], record, probe_module.PROBE_EXCERPT_CHARS)
+            if spans(item["claim"], record, budget) != base:
+                out.append(line)
+    return out
+
+
+def compute(budget: int) -> None:
+    from judge.api import eval_gold
+
+    subset = REPO / "out" / f"budget{budget}_subset.jsonl"
+    lines = changed_lines(budget)
+    subset.write_text("".join(line + "\n" for line in lines), "utf-8")
+    print(f"{len(lines)} claims whose evidence differs at {budget} characters -> {subset}")
+    probe_module.PROBE_EXCERPT_CHARS = budget
+    t0 = time.time()
+    result = eval_gold(subset, config=CONFIG, db=REPO / "out" / f"dev_budget{budget}.db")
+    print(f"judged in {time.time() - t0:.0f} s: {result.summary.as_dict().get('claims')}")
+
+
+def analyse(args: argparse.Namespace) -> dict[str, Any]:
+    subset = REPO / "out" / f"budget{args.budget}_subset.jsonl"
+    base = load(snapshot(args.db, None), GOLD, DEFAULT_VERSION, TUNING)
+    default = probe_module.PROBE_EXCERPT_CHARS
+    probe_module.PROBE_EXCERPT_CHARS = args.budget  # the stored calls are matched by prompt
+    try:
+        other = load(snapshot(REPO / "out" / f"dev_budget{args.budget}.db", None), [subset],
+                     DEFAULT_VERSION, TUNING)
+    finally:
+        probe_module.PROBE_EXCERPT_CHARS = default
+    longer = {i.gold_id: i for i in other.items}
+    items = [longer.get(i.gold_id, i) for i in base.items]
+    moved = [k for k, i in enumerate(base.items) if i.gold_id in longer
+             and longer[i.gold_id].group != i.group]
+    assert not moved, f"{len(moved)} claims changed group between the stores"
+    mixed = data_of(items, JudgeConfig.load(CONFIG), base.version, dict(base.about),
+                    {json.loads(x)["id"] for x in TUNING.read_text("utf-8").splitlines()
+                     if x.strip()})
+    idx = np.arange(len(items))
+    scores = {}
+    p = base.problems
+    for name, data in (("500 characters (the default)", base),
+                       (f"{args.budget} characters", mixed)):
+        fit = cv_fit(data.x, data.y, data.fold, lambdas=[args.l2])
+        scores[name] = flag_scores(data, idx, fit.pred, fit.probs[:, 0])
+        scores[name + ", stacked-v1"] = np.asarray(fit_stack(
+            scores[name].tolist(), data.strength.tolist(), p.tolist(), data.fold).out_of_fold)
+    names = list(scores)
+    report: dict[str, Any] = {
+        "n": len(items), "changed": len(longer), "budget": args.budget, "l2": args.l2,
+        "changed_per_dataset": {ds: int(sum(1 for i in other.items if i.dataset == ds))
+                                for ds in sorted({i.dataset or "" for i in other.items})},
+        "measures": {n: measure(s, p, base.datasets) for n, s in scores.items()},
+        "paired": {f"{b} - {a}": paired(scores[a], scores[b], p, [i.group for i in items],
+                                        args.bootstrap)
+                   for a, b in ((names[0], names[2]), (names[0], names[3]),
+                                (names[1], names[3]))}}
+    for name, m in report["measures"].items():
+        o = m["points"]["0.9/0.9"]["overall"]
+        print(f"== {name}: AUC {m['auc']['value']}, exactly-90% FA "
+              f"{m['oracle_0.9']['false_alarm']['value']}, 0.9/0.9: FA {pct(o['false_alarm'])},"
+              f" load {pct(o['load'])}")
+        for ds, d in m["points"]["0.9/0.9"]["per_dataset"].items():
+            print(f"    {ds}: FA {pct(d['false_alarm'])}, AUC {d['auc']}")
+    for key, d in report["paired"].items():
+        print(f"{key}: false alarms at 0.9/0.9 {d['0.9/0.9']['false_alarm']}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--budget", type=int, default=1500)
+    parser.add_argument("--compute", action="store_true")
+    parser.add_argument("--db", type=Path, default=REPO / "out" / "dev_all.db")
+    parser.add_argument("--l2", type=float, default=300.0)
+    parser.add_argument("--bootstrap", type=int, default=300)
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    if args.compute:
+        compute(args.budget)
+        return 0
+    report = analyse(args)
+    report["command"] = "python research/probe_budget.py " + " ".join(argv or sys.argv[1:])
+    if args.output:
+        args.output.write_text(json.dumps(report, indent=2, default=json_default) + "\n",
+                               "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
