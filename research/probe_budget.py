@@ -39,7 +39,7 @@ from judge.config import JudgeConfig  # noqa: E402
 from judge.decide.excerpts import locate_excerpts  # noqa: E402
 from judge.fitting.stack import fit_stack  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
-from research.stack_triage import json_default, measure, paired, pct  # noqa: E402
+from research.stack_triage import json_default, measure, paired, table  # noqa: E402
 from research.triage import (  # noqa: E402
     DEFAULT_VERSION,
     cv_fit,
@@ -105,9 +105,10 @@ def analyse(args: argparse.Namespace) -> dict[str, Any]:
     moved = [k for k, i in enumerate(base.items) if i.gold_id in longer
              and longer[i.gold_id].group != i.group]
     assert not moved, f"{len(moved)} claims changed group between the stores"
+    tuning_ids = {i.gold_id for i, part in zip(base.items, base.split, strict=True)
+                  if part == "tuning"}
     mixed = data_of(items, JudgeConfig.load(CONFIG), base.version, dict(base.about),
-                    {json.loads(x)["id"] for x in TUNING.read_text("utf-8").splitlines()
-                     if x.strip()})
+                    tuning_ids)
     idx = np.arange(len(items))
     scores = {}
     p = base.problems
@@ -128,12 +129,7 @@ def analyse(args: argparse.Namespace) -> dict[str, Any]:
                    for a, b in ((names[0], names[2]), (names[0], names[3]),
                                 (names[1], names[3]))}}
     for name, m in report["measures"].items():
-        o = m["points"]["0.9/0.9"]["overall"]
-        print(f"== {name}: AUC {m['auc']['value']}, exactly-90% FA "
-              f"{m['oracle_0.9']['false_alarm']['value']}, 0.9/0.9: FA {pct(o['false_alarm'])},"
-              f" load {pct(o['load'])}")
-        for ds, d in m["points"]["0.9/0.9"]["per_dataset"].items():
-            print(f"    {ds}: FA {pct(d['false_alarm'])}, AUC {d['auc']}")
+        table(name, m)
     for key, d in report["paired"].items():
         print(f"{key}: false alarms at 0.9/0.9 {d['0.9/0.9']['false_alarm']}")
     return report

@@ -43,7 +43,7 @@ from judge.fitting.stack import RIDGE  # noqa: E402
 from judge.review.score import logit  # noqa: E402
 from judge.split.citations import strip_markers  # noqa: E402
 from judge.text import best_passages, tokens  # noqa: E402
-from research.stack_triage import json_default, measure, paired, pct  # noqa: E402
+from research.stack_triage import json_default, measure, paired, table  # noqa: E402
 from research.triage import (  # noqa: E402
     DEFAULT_VERSION,
     auc,
@@ -165,18 +165,11 @@ def main(argv: list[str] | None = None) -> int:
                  "against_stacked_v1": (paired(v1, scores, p, groups, args.bootstrap)
                                         if scores is not v1 else None)}
         report["sets"][name] = entry
-        m = entry["measure"]
-        o = m["points"]["0.9/0.9"]["overall"]
-        print(f"== {name}: AUC {m['auc']['value']}, oracle FA "
-              f"{m['oracle_0.9']['false_alarm']['value']}, 0.9/0.9: recall {pct(o['recall'])},"
-              f" FA {pct(o['false_alarm'])}, load {pct(o['load'])}")
-        for ds, d in m["points"]["0.9/0.9"]["per_dataset"].items():
-            print(f"    {ds}: FA {pct(d['false_alarm'])}, AUC {d['auc']}")
+        table(name, entry["measure"])
         print("   vs support:", entry["against_support"]["0.9/0.9"]["false_alarm"])
         if entry["against_stacked_v1"]:
             print("   vs stacked-v1:", entry["against_stacked_v1"]["0.9/0.9"]["false_alarm"])
-    o = report["support"]["points"]["0.9/0.9"]["overall"]
-    print(f"== support: AUC {report['support']['auc']['value']}, FA {pct(o['false_alarm'])}")
+    table("support", report["support"])
     report.update(command=" ".join(sys.argv),
                   written_at=datetime.now(UTC).isoformat(timespec="seconds"))
     if args.output:
