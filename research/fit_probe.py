@@ -4,7 +4,7 @@
     python research/fit_probe.py --db out/probe.db --version VERSION \
         [--gold research/tuning_subset.jsonl [MORE.jsonl ...]] [--first N] [--name NAME] \
         [--head judge/config/heads/NAME.json] [--output research/reports/probe_tuning.json] \
-        [--operating judge/config/operating/NAME.json]
+        [--operating judge/config/operating/NAME.json] [--score stacked] [--shift-from HEAD]
 
 Several ``--gold`` files are fitted on together (the shipped head since wave 4 is fitted on
 every dev claim: ``gold/eval_all.jsonl research/tuning_subset.jsonl``). ``--operating``
@@ -13,6 +13,12 @@ format), set on the claims' *out-of-fold* flag scores (:func:`research.triage.fl
 the support score of a head fitted without the claim's fold, ``-inf`` for claims the queue
 takes whatever the score), since a head's scores on the claims it was fitted on would state
 a recall it does not deliver.
+
+``--shift-from HEAD`` keeps the language offset of another head file (head v5's, learnt by
+:mod:`research.language_head` from the project's unlabelled pairs) in the head written: only
+when every pair it was learnt from reads the same evidence at this version's
+``probe_excerpt_chars`` (so the same prompt, hence the same vector) as with the head's own
+budget, and the two heads read the same prompt and layer; else it refuses.
 
 VERSION is any ``probe`` judge version that judged the tuning claims (the vectors do not
 depend on the head, so a bootstrap head that scores every label alike collects them). The fit
@@ -42,13 +48,16 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from calibration.stats import wilson_bounds  # noqa: E402
+from judge.config import JudgeConfig  # noqa: E402
+from judge.decide.excerpts import locate_excerpts  # noqa: E402
 from judge.decide.probe import read_with  # noqa: E402
-from judge.decide.probe_head import ProbeHead, canonical  # noqa: E402
+from judge.decide.probe_head import LanguageShift, ProbeHead, canonical, load_head  # noqa: E402
 from judge.evaluation.gold import GoldFile, load_gold  # noqa: E402
 from judge.fitting.items import FitData, FitItem, load_items  # noqa: E402
 from judge.fitting.logistic import balanced_accuracy  # noqa: E402
 from judge.fitting.probe import fit_probe_rule  # noqa: E402
 from judge.fitting.split import folds_of  # noqa: E402
+from judge.records import AnswerRecord  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
 from research.fit_linear import first_items, shown_path  # noqa: E402
@@ -94,6 +103,42 @@ def gold_about(paths: list[Path], golds: list[GoldFile]) -> dict[str, Any]:
             "gold_sha256": hashlib.sha256(
                 "\n".join(g.sha256 for g in golds).encode()).hexdigest(),
             "gold_sha256s": [g.sha256 for g in golds]}
+
+
+def carried_shift(path: Path, config: JudgeConfig) -> LanguageShift:
+    """The language offset of the head file at ``path``, checked to mean the same for vectors
+    read as ``config`` reads them (see the module's note)."""
+    from judge.config.probe import PROBE_EXCERPT_CHARS
+
+    donor = load_head(str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+    if donor.shift is None:
+        raise SystemExit(f"{path} has no language offset to keep")
+    reads = read_with(config)
+    for key in ("prompt", "layers", "served"):
+        if donor.about.get(key) != reads.get(key):
+            raise SystemExit(f"{path} read {key} {donor.about.get(key)!r}, this version reads "
+                             f"{reads.get(key)!r}: its offset means another vector")
+    budget = int(donor.about.get("excerpt_chars") or PROBE_EXCERPT_CHARS)
+    pairs = donor.shift.about.get("pairs") or {}
+    if not pairs:
+        raise SystemExit(f"{path}'s offset names no pair files to check")
+    for about in pairs.values():
+        file = ROOT.parent / about["file"]
+        if hashlib.sha256(file.read_bytes()).hexdigest() != about["sha256"]:
+            raise SystemExit(f"{file} changed since the offset was learnt from it")
+        for line in file.read_text("utf-8").splitlines():
+            record = AnswerRecord.model_validate_json(line)
+            for claim in record.claims or []:
+                if (locate_excerpts(claim.text, record, budget)
+                        != locate_excerpts(claim.text, record, config.probe_excerpt_chars)):
+                    raise SystemExit(f"{record.id}: the evidence read differs at "
+                                     f"{config.probe_excerpt_chars} characters; read the pairs "
+                                     "again with this version (research/language_head.py)")
+    return LanguageShift(donor.shift.rule, donor.shift.offsets, {
+        **donor.shift.about,
+        "kept_from": {"head": donor.about.get("name"),
+                      "why": f"every pair reads the same evidence at {budget} and at "
+                             f"{config.probe_excerpt_chars} characters, so the same vector"}})
 
 
 def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: ProbeHead,
@@ -160,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="write the report here")
     parser.add_argument("--operating", type=Path,
                         help="write the head's packaged operating points here (out of fold)")
+    parser.add_argument("--shift-from", type=Path,
+                        help="keep this head file's language offset (checked, see above)")
     parser.add_argument("--score", choices=("support", "stacked"), default="support",
                         help="the flag score the packaged points are set on: support, or the "
                              "stacked score of support and evidence strength")
@@ -199,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     pred, probs = fitted.out_of_fold
     threshold = fitted.review_support_below
     cv = figures(y, pred, probs[:, 0], threshold)
+    shift = carried_shift(args.shift_from, data.config) if args.shift_from else None
     head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
-                               {**head.about, "cross_validated": cv}))[0]
+                               {**head.about, "cross_validated": cv}, shift))[0]
     report: dict[str, Any] = {
         "gold": [shown_path(g) for g in args.gold], "version": data.version, "n": len(items),
         "l2": fitted.l2, "review_support_below": threshold,

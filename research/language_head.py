@@ -40,8 +40,9 @@ sys.path.insert(0, str(ROOT.parent))
 
 from judge import version_of  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
+from judge.config.probe import PROBE_EXCERPT_CHARS  # noqa: E402
 from judge.decide.excerpts import locate_excerpts  # noqa: E402
-from judge.decide.probe import PROBE_EXCERPT_CHARS, ProbeStrategy, head_of, probe_text  # noqa: E402
+from judge.decide.probe import ProbeStrategy, head_of, probe_text  # noqa: E402
 from judge.decide.probe_head import LanguageShift, ProbeHead  # noqa: E402
 from judge.evaluation.gold import load_gold  # noqa: E402
 from judge.evaluation.matching import gold_to_records  # noqa: E402

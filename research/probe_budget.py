@@ -1,28 +1,29 @@
 """Issue 32, tuning folds only: does the probe rank claims better when it reads more of a long
-source? The probe reads at most ``PROBE_EXCERPT_CHARS`` (500) characters of located evidence;
-WiCE's sources run to 2,000 characters and more, and the share of a supported claim's words
-found in its 500 located characters is 0.59 against 0.72 in the whole source.
+source? The probe reads at most ``probe_excerpt_chars`` characters of located evidence (500
+before head v6); WiCE's sources run to 2,000 characters and more, and the share of a supported
+claim's words found in its 500 located characters is 0.59 against 0.72 in the whole source.
 
     python research/probe_budget.py --compute [--budget 1500]   # the vectors, ~1 s a claim more
     python research/probe_budget.py [--budget 1500] [--output research/reports/probe_budget.json]
 
-``--compute`` writes the dev claims whose located evidence differs at ``--budget`` characters
-(``out/budget<N>_subset.jsonl``) and judges them with the same config as ``out/dev_all.db``
-(``research/configs/probe_first21_context.toml``) into ``out/dev_budget<N>.db``, with the
-budget patched in this process only (the judge version does not name it, which is why the
-store is a separate file). The analysis takes every dev claim from ``out/dev_all.db`` except
-those, which it takes (vector and verdict row) from the budget's store, fits the head out of
-fold on each set of vectors (10 folds grouped by source, L2 300), and compares the support
-scores, alone and stacked with the evidence strength (``stacked-v1``, fitted out of fold on
-the same folds): ROC AUC overall and per dataset, false alarms at exactly 90% recall and at
-the 0.9 / 90% point, and the paired group bootstrap of the change in false alarms
-(:func:`research.stack_triage.paired`). No held-back file is read.
+``--compute`` judges both dev gold files with ``research/configs/probe_first21_context_1500.toml``
+(``research/configs/probe_first21_context.toml``'s vectors read with ``probe_excerpt_chars`` =
+``--budget``, under the uniform head that collects vectors) into ``out/dev_<N>.db``, which
+starts as a copy of ``out/dev_all.db``: a claim whose located evidence is the same at both
+budgets has the same prompt, hence the same call, and is served from the store; only the
+others are read again. The analysis loads every dev claim from each store under its version,
+fits the head out of fold on each set of vectors (10 folds grouped by source, L2 300), and
+compares the support scores, alone and stacked with the evidence strength (``stacked-v1``,
+fitted out of fold on the same folds): ROC AUC overall and per dataset, false alarms at exactly
+90% recall and at the 0.9 / 90% point, and the paired group bootstrap of the change in false
+alarms (:func:`research.stack_triage.paired`). No held-back file is read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,8 +35,9 @@ ROOT = Path(__file__).resolve().parent
 REPO = ROOT.parent
 sys.path.insert(0, str(REPO))
 
-import judge.decide.probe as probe_module  # noqa: E402
+from judge import version_of  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
+from judge.config.probe import PROBE_EXCERPT_CHARS  # noqa: E402
 from judge.decide.excerpts import locate_excerpts  # noqa: E402
 from judge.fitting.stack import fit_stack  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
@@ -43,7 +45,6 @@ from research.stack_triage import json_default, measure, paired, table  # noqa: 
 from research.triage import (  # noqa: E402
     DEFAULT_VERSION,
     cv_fit,
-    data_of,
     flag_scores,
     load,
     snapshot,
@@ -51,7 +52,12 @@ from research.triage import (  # noqa: E402
 
 GOLD = [REPO / "gold" / "eval_all.jsonl", ROOT / "tuning_subset.jsonl"]
 TUNING = ROOT / "tuning_subset.jsonl"
-CONFIG = ROOT / "configs" / "probe_first21_context.toml"
+CONFIG = ROOT / "configs" / "probe_first21_context_1500.toml"
+
+
+def budget_config(budget: int) -> JudgeConfig:
+    """The vector-collecting config that reads ``budget`` characters of evidence."""
+    return JudgeConfig.load(CONFIG).model_copy(update={"probe_excerpt_chars": budget})
 
 
 def spans(claim: str, record: AnswerRecord, budget: int) -> list[tuple[str, int | None,
@@ -59,8 +65,9 @@ def spans(claim: str, record: AnswerRecord, budget: int) -> list[tuple[str, int 
     return [(e.source_id, e.start, e.end) for e in locate_excerpts(claim, record, budget)]
 
 
-def changed_lines(budget: int) -> list[str]:
-    """The dev gold lines whose located evidence differs at ``budget`` characters."""
+def changed_ids(budget: int) -> list[str]:
+    """The ids of the dev gold claims whose located evidence differs at ``budget``
+    characters from the default's."""
     out = []
     for path in GOLD:
         for line in path.read_text("utf-8").splitlines():
@@ -71,44 +78,35 @@ def changed_lines(budget: int) -> list[str]:
                 "id": "a", "answer": item.get("answer") or item["claim"],
                 "sources": [{"id": str(i), "text": s["text"]}
                             for i, s in enumerate(item["sources"])]})
-            base = spans(item["claim"], record, probe_module.PROBE_EXCERPT_CHARS)
-            if spans(item["claim"], record, budget) != base:
-                out.append(line)
+            if (spans(item["claim"], record, budget)
+                    != spans(item["claim"], record, PROBE_EXCERPT_CHARS)):
+                out.append(item["id"])
     return out
 
 
 def compute(budget: int) -> None:
     from judge.api import eval_gold
 
-    subset = REPO / "out" / f"budget{budget}_subset.jsonl"
-    lines = changed_lines(budget)
-    subset.write_text("".join(line + "\n" for line in lines), "utf-8")
-    print(f"{len(lines)} claims whose evidence differs at {budget} characters -> {subset}")
-    probe_module.PROBE_EXCERPT_CHARS = budget
+    db = REPO / "out" / f"dev_{budget}.db"
+    if not db.exists():
+        shutil.copyfile(snapshot(REPO / "out" / "dev_all.db", None), db)
+    print(f"{len(changed_ids(budget))} dev claims whose evidence differs at {budget} "
+          f"characters: read again; the others are served from {db}")
     t0 = time.time()
-    result = eval_gold(subset, config=CONFIG, db=REPO / "out" / f"dev_budget{budget}.db")
-    print(f"judged in {time.time() - t0:.0f} s: {result.summary.as_dict().get('claims')}")
+    for path in GOLD:
+        result = eval_gold(path, config=budget_config(budget), db=db)
+        print(f"{path.name}: {result.summary.model_calls} model calls")
+    print(f"judged in {time.time() - t0:.0f} s")
 
 
 def analyse(args: argparse.Namespace) -> dict[str, Any]:
-    subset = REPO / "out" / f"budget{args.budget}_subset.jsonl"
     base = load(snapshot(args.db, None), GOLD, DEFAULT_VERSION, TUNING)
-    default = probe_module.PROBE_EXCERPT_CHARS
-    probe_module.PROBE_EXCERPT_CHARS = args.budget  # the stored calls are matched by prompt
-    try:
-        other = load(snapshot(REPO / "out" / f"dev_budget{args.budget}.db", None), [subset],
-                     DEFAULT_VERSION, TUNING)
-    finally:
-        probe_module.PROBE_EXCERPT_CHARS = default
-    longer = {i.gold_id: i for i in other.items}
-    items = [longer.get(i.gold_id, i) for i in base.items]
-    moved = [k for k, i in enumerate(base.items) if i.gold_id in longer
-             and longer[i.gold_id].group != i.group]
-    assert not moved, f"{len(moved)} claims changed group between the stores"
-    tuning_ids = {i.gold_id for i, part in zip(base.items, base.split, strict=True)
-                  if part == "tuning"}
-    mixed = data_of(items, JudgeConfig.load(CONFIG), base.version, dict(base.about),
-                    tuning_ids)
+    mixed = load(snapshot(REPO / "out" / f"dev_{args.budget}.db", None), GOLD,
+                 version_of(budget_config(args.budget)), TUNING)
+    items = mixed.items
+    assert [i.gold_id for i in items] == [i.gold_id for i in base.items]
+    assert [i.group for i in items] == [i.group for i in base.items]
+    changed = set(changed_ids(args.budget))
     idx = np.arange(len(items))
     scores = {}
     p = base.problems
@@ -120,9 +118,13 @@ def analyse(args: argparse.Namespace) -> dict[str, Any]:
             scores[name].tolist(), data.strength.tolist(), p.tolist(), data.fold).out_of_fold)
     names = list(scores)
     report: dict[str, Any] = {
-        "n": len(items), "changed": len(longer), "budget": args.budget, "l2": args.l2,
-        "changed_per_dataset": {ds: int(sum(1 for i in other.items if i.dataset == ds))
-                                for ds in sorted({i.dataset or "" for i in other.items})},
+        "n": len(items), "versions": [base.version, mixed.version],
+        "changed": sum(1 for i in items if i.gold_id in changed), "budget": args.budget,
+        "l2": args.l2,
+        "changed_per_dataset": {ds: sum(1 for i in items
+                                        if i.gold_id in changed and i.dataset == ds)
+                                for ds in sorted({i.dataset or "" for i in items
+                                                  if i.gold_id in changed})},
         "measures": {n: measure(s, p, base.datasets) for n, s in scores.items()},
         "paired": {f"{b} - {a}": paired(scores[a], scores[b], p, [i.group for i in items],
                                         args.bootstrap)

@@ -8,6 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+#: How many characters of located evidence a probe prompt shows by default: the budget the
+#: heads before v6 were fitted on (``probe_excerpt_chars`` at this value is left out of the
+#: judge version). Short, since one claim's forward pass costs about 20 ms per token on two
+#: cores.
+PROBE_EXCERPT_CHARS = 500
+
 
 class ProbeHeadRef(BaseModel):
     """``probe_head = { file = "builtin:<name>" | "path/to/head.json", sha256 = "…" }``: the

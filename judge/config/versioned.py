@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from judge.config.probe import ProbeEndpoint, ProbeHeadRef
+from judge.config.probe import PROBE_EXCERPT_CHARS, ProbeEndpoint, ProbeHeadRef
 from judge.config.score_model import DEFAULT_RULE, DomainRule, ScoreModel
 from judge.decide.registry import names, prompt_owners, spec_of, with_setting
 from judge.records.models import DOMAIN_PATTERN
@@ -152,6 +152,11 @@ class VersionedSettings(BaseModel):
     #: pooling, normalisation: versioned; ``api_base``: not) instead of from ``model``, which
     #: still generates. The head must have been fitted on that endpoint's vectors.
     probe_endpoint: Annotated[ProbeEndpoint | None, Neutral(None)] = None
+    #: "probe": at most this many characters of located source evidence in the prompt the
+    #: model reads (judge.decide.excerpts); more reads more of a long source, at about 20 ms
+    #: per extra token. The head must have been fitted on vectors read with the same budget.
+    probe_excerpt_chars: Annotated[int, Neutral(PROBE_EXCERPT_CHARS)] = Field(
+        default=PROBE_EXCERPT_CHARS, ge=100, le=8000)
 
     @field_validator("split_atomic", mode="before")
     @classmethod
@@ -231,6 +236,11 @@ class VersionedSettings(BaseModel):
         if self.probe_endpoint is not None and spec.rule_setting != "probe_head":
             raise ValueError(f"probe_endpoint serves a probe's vectors: it needs strategy "
                              f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
+        if (self.probe_excerpt_chars != PROBE_EXCERPT_CHARS
+                and spec.rule_setting != "probe_head"):
+            raise ValueError(f"probe_excerpt_chars is the evidence a probe reads: it needs "
+                             f"strategy {_either(with_setting('probe_head'))}, not "
+                             f"{self.strategy!r}")
         if self.probe_layers is not None and self.probe_endpoint is not None:
             raise ValueError("probe_layers cuts the embedded model; a served model gives the "
                              "layer its server pools (leave probe_layers out with "

@@ -3,7 +3,7 @@
 A small model's option letters say little (strategy ``scores``), yet its hidden state after
 reading the evidence and the claim separates the labels far better. So, per claim, the
 program locates the source excerpts that best cover it (as ``scores`` does, within
-:data:`PROBE_EXCERPT_CHARS`), the model reads one short prompt (``probe_claim``) in one forward
+ ``probe_excerpt_chars``), the model reads one short prompt (``probe_claim``) in one forward
 pass and generates nothing, and the program takes the last token's hidden state (stored with
 the call as float16) and applies the config's head (:mod:`judge.decide.probe_head`, fitted on
 human gold by ``judge fit`` or research/fit_probe.py); a head with a language offset first
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from judge.config.probe import PROBE_EXCERPT_CHARS
 from judge.decide import Decision, PerClaim
 from judge.decide.excerpts import excerpt_data, locate_excerpts
 from judge.decide.options import TIE_ORDER, describe
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
     from judge.config import JudgeConfig
     from judge.records import AnswerRecord
 
-#: The evidence budget of a probe prompt: short, since one claim's forward pass costs about
-#: 20 ms per token on two cores.
-PROBE_EXCERPT_CHARS = 500
 #: How much of the question a probe prompt shows (templates that use ``context``): its last
 #: turn, the end kept, since that is what the answer replies to.
 PROBE_CONTEXT_CHARS = 240
@@ -58,7 +56,7 @@ def said_before(question: str | None, limit: int = PROBE_CONTEXT_CHARS) -> str:
 def probe_prompt(config: JudgeConfig, root: Any, record: AnswerRecord, claim: Claim
                  ) -> tuple[list[Evidence], RenderedPrompt]:
     """The evidence the program located for a claim and the prompt the model reads."""
-    located = locate_excerpts(claim.text, record, budget=PROBE_EXCERPT_CHARS)
+    located = locate_excerpts(claim.text, record, budget=config.probe_excerpt_chars)
     prompt = render("probe_claim", config.prompts["probe_claim"], root, claim=claim.text,
                     excerpts=excerpt_data(located), context=said_before(record.question))
     return located, prompt
@@ -81,8 +79,11 @@ def head_of(config: JudgeConfig) -> ProbeHead:
 def read_with(config: JudgeConfig) -> dict[str, Any]:
     """How a config's vectors are read, as a head fitted on them records it (``about``): the
     prompt version; with ``probe_layers``, the layer; with ``probe_endpoint``, the served
-    model, its pooling and normalisation (``served``)."""
+    model, its pooling and normalisation (``served``); with a ``probe_excerpt_chars`` other
+    than the default, the evidence budget (``excerpt_chars``)."""
     out: dict[str, Any] = {"prompt": f"probe_claim/{config.prompts['probe_claim']}"}
+    if config.probe_excerpt_chars != PROBE_EXCERPT_CHARS:
+        out["excerpt_chars"] = config.probe_excerpt_chars
     if config.probe_layers is not None:
         out["layers"] = config.probe_layers
     if config.probe_endpoint is not None:
@@ -113,6 +114,14 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             f"the probe head {name!r} was fitted on {_layer(fitted_layers)}, but this config "
             f"reads {_layer(reads.get('layers'))} (probe_layers): pin a head fitted on vectors "
             f"of that layer (judge fit, see docs/probe.md) or set probe_layers to match")
+    fitted_budget = head.about.get("excerpt_chars")
+    if head.dim and fitted_budget != reads.get("excerpt_chars"):
+        raise ProbeHeadError(
+            f"the probe head {name!r} was fitted on vectors read with {_budget(fitted_budget)} "
+            f"of evidence, but this config reads {_budget(reads.get('excerpt_chars'))} "
+            f"(probe_excerpt_chars): set probe_excerpt_chars to "
+            f"{fitted_budget or PROBE_EXCERPT_CHARS} or pin a head fitted on that budget "
+            "(judge fit, see docs/probe.md)")
     fitted_prompt = str(head.about.get("prompt") or "")
     if head.dim and not fitted_prompt:
         raise ProbeHeadError(
@@ -164,6 +173,10 @@ def _source(served: object) -> str:
     norm = "L2-normalised" if served.get("normalized") else "unnormalised"
     return (f"the {norm} vectors ({served.get('pooling')} pooling) of the served model "
             f"{served.get('model')!r} (probe_endpoint)")
+
+
+def _budget(chars: object) -> str:
+    return f"at most {chars or PROBE_EXCERPT_CHARS} characters"
 
 
 def _layer(layers: object) -> str:

@@ -111,11 +111,12 @@ DEFAULT_N_CTX = 8192
 #: longer split is refused by the runtime: a ``judge_error`` naming ``$CLAIM_JUDGE_N_CTX``.
 SPLIT_N_CTX = 4096
 #: Context size of a runtime cut after block N (``probe_layers``): it reads probe prompts only
-#: (500 characters of evidence, 240 of the question's last turn and a claim: at most 263
-#: tokens over every gold claim judged so far), and a smaller cache is less memory (2048
-#: instead of 4096: 42 MiB less, the same vectors to the bit). A longer prompt is refused by
+#: (``probe_excerpt_chars`` of evidence, 240 characters of the question's last turn and a
+#: claim). 1,500 characters of English evidence is about 400 tokens, of Chinese up to about
+#: 1,500, so 4096 leaves room for a long claim (a cache of 2048 is 42 MiB less, the same
+#: vectors to the bit, but a long Chinese prompt would not fit). A longer prompt is refused by
 #: the runtime and becomes a ``judge_error``.
-LAYERED_N_CTX = 2048
+LAYERED_N_CTX = 4096
 
 ENV_CACHE = "CLAIM_JUDGE_CACHE"
 ENV_GGUF = "CLAIM_JUDGE_GGUF"

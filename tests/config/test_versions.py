@@ -31,6 +31,7 @@ FILES = {
     "research/configs/per_claim.toml": f"{QWEN}@acf471ac53bc",
     "research/configs/probe_first21.toml": f"{QWEN}@c9a43dd3a8cd",
     "research/configs/probe_first21_context.toml": f"{QWEN}@2f54a94d6f11",
+    "research/configs/probe_first21_context_1500.toml": f"{QWEN}@c1a3010d78ac",
     "research/configs/probe_first21_context_all.toml": f"{QWEN}@42706893ca0c",
     "research/configs/probe_first21_context_all_zh_shift.toml": f"{QWEN}@fb584ae0a396",
     "research/configs/probe_v1.toml": f"{QWEN}@326cd9733150",
@@ -107,6 +108,7 @@ OTHERS: dict[str, tuple[dict[str, Any], str]] = {
     "probe": (PROBE, "x@b1c2e5b38d72"),
     "probe+embedded": ({**PROBE, "model": "embedded/x"}, "x@b903f004bbe1"),
     "probe+layers": ({**PROBE, "model": "embedded/x", "probe_layers": 21}, "x@00ba2ed14cf7"),
+    "probe+excerpt_chars": ({**PROBE, "probe_excerpt_chars": 1500}, "x@7cfe2534012f"),
     "probe+endpoint": ({**PROBE, "probe_endpoint": {"model": "openai/served-7b",
                                                      "api_base": "http://127.0.0.1:1/v1"}},
                        "x@5cb700ad51d3"),
@@ -182,7 +184,7 @@ def test_every_field_is_in_exactly_one_of_the_two_types() -> None:
     # every versioned field changes the id when it leaves its default
     exercised = {"model"} | set(CHANGED) | {"strategy", "excerpts", "score_model",
                                             "domain_rules", "probe_head", "probe_layers",
-                                            "probe_endpoint"}
+                                            "probe_endpoint", "probe_excerpt_chars"}
     assert exercised == versioned
 
 
@@ -206,7 +208,7 @@ def test_neutral_values_are_the_defaults() -> None:
                             "review_support_below", "score_model", "domain_rules",
                             "require_generator", "context_tokens", "excerpts", "one_call",
                             "probe_head", "probe_layers", "probe_endpoint", "split_atomic",
-                            "reuse_instructions"}
+                            "reuse_instructions", "probe_excerpt_chars"}
     for name, value in neutral.items():
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value
