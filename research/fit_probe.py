@@ -14,6 +14,11 @@ the support score of a head fitted without the claim's fold, ``-inf`` for claims
 takes whatever the score), since a head's scores on the claims it was fitted on would state
 a recall it does not deliver.
 
+``--hold-strength zh`` (with ``--score stacked``) makes the stacked score hold the evidence
+strength of claims read as Chinese at the mean strength of the claims its weights were fitted
+on (:mod:`judge.review.score`): the weights are learnt on English claims, whose lexical
+overlap means something else.
+
 ``--shift-from HEAD`` keeps the language offset of another head file (head v5's, learnt by
 :mod:`research.language_head` from the project's unlabelled pairs) in the head written: only
 when every pair it was learnt from reads the same evidence at this version's
@@ -141,6 +146,23 @@ def carried_shift(path: Path, config: JudgeConfig) -> LanguageShift:
                              f"{config.probe_excerpt_chars} characters, so the same vector"}})
 
 
+def held_spec(spec: Any, items: list[FitItem], languages: list[str]) -> Any:
+    """``spec`` holding the strength of claims read as ``languages`` at the mean strength of
+    the claims it was fitted on (:mod:`judge.review.score`); refuses when a fitted claim reads
+    as one of them (its out-of-fold score would then not be the one the queue gives it)."""
+    from judge.language import LANGUAGE_RULE, LANGUAGE_RULES
+    from judge.review.score import row_text
+
+    read = LANGUAGE_RULES[LANGUAGE_RULE]
+    held = [i.gold_id for i in items if read(row_text(i.row)) in languages]
+    if held:
+        raise SystemExit(f"{len(held)} fitted claims read as {languages} (e.g. {held[0]}): "
+                         "their strength cannot be held")
+    values = [float(i.row["strength"]) for i in items if i.row.get("strength") is not None]
+    return spec.holding(LANGUAGE_RULE, {lang: round(float(np.mean(values)), 4)
+                                        for lang in languages})
+
+
 def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: ProbeHead,
                     loaded: FitData, items: list[FitItem], pred: np.ndarray, probs: np.ndarray
                     ) -> dict[str, Any]:
@@ -159,6 +181,8 @@ def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: Probe
         stack = fit_stack(scores.tolist(), [i.row.get("strength") for i in items],
                           data.problems.tolist(), data.fold)
         spec = stack.spec
+        if args.hold_strength:
+            spec = held_spec(spec, items, args.hold_strength)
         support_points = point_entries(scores.tolist(), data.problems.tolist(),
                                        data.datasets.tolist())[1]
         scores = np.asarray(stack.out_of_fold)
@@ -207,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the head's packaged operating points here (out of fold)")
     parser.add_argument("--shift-from", type=Path,
                         help="keep this head file's language offset (checked, see above)")
+    parser.add_argument("--hold-strength", nargs="+", metavar="LANG", default=[],
+                        help="with --score stacked: hold the strength of claims read as these "
+                             "languages (judge.language) at the fitted claims' mean")
     parser.add_argument("--score", choices=("support", "stacked"), default="support",
                         help="the flag score the packaged points are set on: support, or the "
                              "stacked score of support and evidence strength")

@@ -14,6 +14,19 @@ is ``stacked-v1``: a logistic of the support logit and the program's evidence st
 It is a probability of "supported" like the support score, so a threshold reads the same way
 (flag below it). A claim without a strength under a stacked spec fails closed: its score is
 ``-inf`` and it is flagged. :func:`judge.review.triage.flag_score` applies the spec.
+
+The strength weight is learnt from the claims the weights were fitted on, and lexical overlap
+means something else in another language (a paraphrased Chinese claim overlaps its source
+little even when supported). A spec may therefore **hold** the strength for claims read in a
+language its weights were not fitted on::
+
+    {"kind": "stacked-v1", "weights": {...},
+     "held_strength": {"rule": "han-share-half/v1", "by_language": {"zh": 0.7183}}}
+
+A claim that the rule (:data:`judge.language.LANGUAGE_RULES`, on the claim and its evidence,
+what the probe reads) reads as a held language is scored with that strength (the mean
+strength of the gold the weights were fitted on) instead of its own: its flag score is then a
+monotone function of its support alone.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge.errors import JudgeError
+from judge.language import LANGUAGE_RULES
 
 #: the kinds of flag score a point may name
 STACKED = "stacked-v1"
@@ -44,17 +58,36 @@ class ScoreSpec:
     intercept: float
     support_logit: float
     strength: float
+    #: the language rule and the strength held per language it reads (module docstring)
+    held_rule: str | None = None
+    held: tuple[tuple[str, float], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "weights": {
+        out: dict[str, Any] = {"kind": self.kind, "weights": {
             "intercept": self.intercept, "support_logit": self.support_logit,
             "strength": self.strength}}
+        if self.held:
+            out["held_strength"] = {"rule": self.held_rule, "by_language": dict(self.held)}
+        return out
 
-    def score(self, support: float, strength: float | None) -> float:
+    def holding(self, rule: str, by_language: dict[str, float]) -> ScoreSpec:
+        """This spec with the strength held for the languages ``rule`` reads as given."""
+        return ScoreSpec(self.kind, self.intercept, self.support_logit, self.strength, rule,
+                         tuple(sorted((k, float(v)) for k, v in by_language.items())))
+
+    def score(self, support: float, strength: float | None, text: str | None = None
+              ) -> float:
         """The flag score of a claim with this support and evidence strength (``-inf``
-        without a strength: fail closed)."""
+        without a strength: fail closed). ``text``: what the probe read of the claim (the
+        claim and its evidence, :func:`row_text`), needed when the spec holds a strength."""
         if strength is None or not math.isfinite(float(strength)):
             return -math.inf
+        if self.held:
+            if text is None:
+                raise ScoreSpecError("this stacked score holds the strength of claims read in "
+                                     f"{[k for k, _ in self.held]}: it needs the claim's text")
+            held = dict(self.held).get(LANGUAGE_RULES[str(self.held_rule)](text) or "")
+            strength = held if held is not None else strength
         z = (self.intercept + self.support_logit * logit(support)
              + self.strength * float(strength))
         return sigmoid(z)
@@ -93,7 +126,31 @@ def parse_spec(raw: Any) -> ScoreSpec | None:
     missing = [w for w in WEIGHTS if not isinstance(weights.get(w), int | float)]
     if missing:
         raise ScoreSpecError(f"flag score spec {raw['kind']} lacks the weight(s) {missing}")
-    return ScoreSpec(raw["kind"], *(float(weights[w]) for w in WEIGHTS))
+    spec = ScoreSpec(raw["kind"], float(weights["intercept"]), float(weights["support_logit"]),
+                     float(weights["strength"]))
+    held = raw.get("held_strength")
+    if held is None:
+        return spec
+    by_language = held.get("by_language") if isinstance(held, dict) else None
+    if (not isinstance(by_language, dict) or held.get("rule") not in LANGUAGE_RULES
+            or not all(isinstance(v, int | float) and math.isfinite(v)
+                       for v in by_language.values())):
+        raise ScoreSpecError(f"flag score spec {raw['kind']}: held_strength {held!r} needs a "
+                             f"known language rule {sorted(LANGUAGE_RULES)} and a finite "
+                             "strength per language")
+    return spec.holding(held["rule"], by_language)
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """What the probe read of a stored verdict's claim, for telling its language: the claim
+    and its evidence quotes (as :func:`judge.decide.probe.probe_text` joins them)."""
+    evidence = row.get("evidence") or []
+    if isinstance(evidence, str):
+        import json
+
+        evidence = json.loads(evidence)
+    quotes = [e.get("quote") or "" for e in evidence if isinstance(e, dict)]
+    return "\n".join([str(row.get("claim") or ""), *quotes])
 
 
 def spec_label(spec: ScoreSpec | None) -> str:

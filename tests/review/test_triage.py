@@ -312,6 +312,39 @@ def test_a_score_spec_forms_the_flag_score_and_without_one_it_is_the_support() -
     assert plain.spec is None and plain.score_of(row, []) == 0.7
 
 
+def test_a_spec_holds_the_strength_of_claims_read_in_a_held_language() -> None:
+    """The strength weight was learnt on English claims: a claim read as Chinese (the claim
+    and its evidence quotes, as the probe reads it) is scored with the held strength, so its
+    flag score follows its support alone; English claims keep their own strength."""
+    from judge.review.score import ScoreSpecError, parse_spec
+    from judge.review.triage import flag_score
+
+    raw = {**STACKED, "held_strength": {"rule": "han-share-half/v1", "by_language": {"zh": 0.7}}}
+    spec = parse_spec(raw)
+    assert spec is not None and spec.as_dict() == raw and parse_spec(spec.as_dict()) == spec
+    plain = parse_spec(STACKED)
+    assert plain is not None and plain != spec
+    english = {"label": "supported", "support": 0.7, "strength": 0.2, "claim": "Python 3.11 "
+               "added tomllib.", "evidence": [{"quote": "Python 3.11 added the tomllib module."}]}
+    chinese = {**english, "claim": "東、中、西部地區發展存在不協調",
+               "evidence": [{"quote": "東、中、西部地區要加強多種形式的合作，在協調發展中逐步實現共同富裕"}]}
+    assert flag_score(english, [], spec) == flag_score(english, [], plain)
+    assert flag_score(chinese, [], spec) == pytest.approx(plain.score(0.7, 0.7))
+    assert flag_score({**chinese, "strength": 0.9}, [], spec) == flag_score(chinese, [], spec)
+    assert flag_score(chinese, [], spec) != flag_score(chinese, [], plain)
+    # evidence as the store keeps it (JSON text) reads the same; no strength still flags
+    as_json = {**chinese, "evidence": json.dumps(chinese["evidence"])}
+    assert flag_score(as_json, [], spec) == flag_score(chinese, [], spec)
+    assert flag_score({**chinese, "strength": None}, [], spec) == -math.inf
+    with pytest.raises(ScoreSpecError, match="needs the claim's text"):
+        spec.score(0.7, 0.2)
+    for bad in ({"rule": "nope", "by_language": {"zh": 0.7}},
+                {"rule": "han-share-half/v1", "by_language": {"zh": "x"}},
+                {"rule": "han-share-half/v1"}):
+        with pytest.raises(ScoreSpecError, match="held_strength"):
+            parse_spec({**STACKED, "held_strength": bad})
+
+
 def stacked_point(store: Store, gold: Path, weights: dict[str, float]) -> tuple[Any, float]:
     """Set and store a 0.9/0.9 point under a stacked spec with ``weights``: (spec, threshold)."""
     from judge.evaluation.gold import read_gold
