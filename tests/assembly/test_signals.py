@@ -59,14 +59,14 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from judge.decide.probe import head_of
 
     configs = Path(__file__).resolve().parents[2] / "research" / "configs"
-    assert JudgeConfig.load() == JudgeConfig.load(
-        configs / "probe_v5_sentences.toml")
+    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_v6.toml")
     config = JudgeConfig.load()
     assert config.strategy == "probe" and config.probe_head is not None
     assert config.probe_head.file.startswith("builtin:")
     head = head_of(config)  # shipped in the package, with its pinned sha256
     assert head.dim == 1536 and head.about["prompt"] == "probe_claim/v2"
     assert head.about["layers"] == config.probe_layers == 21
+    assert head.about["excerpt_chars"] == config.probe_excerpt_chars == 1500
     # fitted on every dev claim, with its review queue's points set out of fold
     assert head.about["n"] == 1650 and head.about["fitted_on"]["gold"] == [
         "gold/eval_all.jsonl", "research/tuning_subset.jsonl"]
@@ -74,16 +74,20 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
 
     packaged = packaged_points(config.probe_head.sha256)
     assert packaged is not None and packaged["gold"]["matched"] == 1650
-    # head v5 is head v4 with a Chinese language offset, and v4's points carried over
+    assert {p["score"]["kind"] for p in packaged["points"]} == {"stacked-v1"}
+    # head v6 keeps head v5's Chinese language offset; v5 (v4 with it, v4's points carried
+    # over) stays loadable under its reports' name
+    v5 = JudgeConfig.load(configs / "probe_v5_sentences.toml")
+    assert v5.probe_excerpt_chars == 500 and v5.probe_head is not None
+    assert head.shift is not None and set(head.shift.offsets) == {"zh"}
+    assert np.array_equal(head.shift.offsets["zh"], head_of(v5).shift.offsets["zh"])
     v4 = JudgeConfig.load(configs / "probe_first21_context_all.toml")
     assert v4.probe_head is not None and head_of(v4).shift is None
-    assert head.shift is not None and set(head.shift.offsets) == {"zh"}
     assert all(np.array_equal(a, b) for a, b in zip(
-        (head.mean, head.scale, head.coef, head.intercept),
-        (head_of(v4).mean, head_of(v4).scale, head_of(v4).coef, head_of(v4).intercept),
+        (head_of(v5).mean, head_of(v5).coef), (head_of(v4).mean, head_of(v4).coef),
         strict=True))
     old = packaged_points(v4.probe_head.sha256)
-    assert old is not None and old["points"] == packaged["points"]
+    assert old is not None and old["points"] == packaged_points(v5.probe_head.sha256)["points"]
     # the head fitted on the tuning split alone stays loadable under its reports' name
     assert head_of(JudgeConfig.load(configs / "probe_first21_context.toml")).about["n"] == 865
     # the scores profile it replaced stays loadable under the name the reports use

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 FILES = {
-    "judge/config/profiles/embedded.toml": f"{QWEN}@961afdd0c736",
+    "judge/config/profiles/embedded.toml": f"{QWEN}@7d4226c6bd2b",
     "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
     "research/configs/fit_per_domain.toml": f"{QWEN}@ed6e7fa4c5d8",
     "research/configs/fit_per_domain_first244_preliminary.toml": f"{QWEN}@2fc1035b2655",
@@ -38,6 +38,7 @@ FILES = {
     "research/configs/probe_v5_fast.toml": f"{QWEN}@e9558d3c5f06",
     "research/configs/probe_v5_fast_atomic2.toml": f"{QWEN}@6e342490b805",
     "research/configs/probe_v5_sentences.toml": f"{QWEN}@961afdd0c736",
+    "research/configs/probe_v6.toml": f"{QWEN}@7d4226c6bd2b",
     "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
     "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
     "research/configs/scores_v1_abstention.toml": f"{QWEN}@a938768a2d7b",
@@ -134,7 +135,7 @@ def test_every_config_file_is_pinned() -> None:
 
 def test_the_defaults_keep_their_version_ids() -> None:
     assert version_of(JudgeConfig()) == f"{QWEN}@7046a89609f7"
-    assert version_of(load_config(None)) == f"{QWEN}@961afdd0c736"
+    assert version_of(load_config(None)) == f"{QWEN}@7d4226c6bd2b"
     assert version_of(JudgeConfig.model_validate(BASE)) == BASE_ID
 
 

@@ -438,3 +438,8 @@ def test_every_packaged_point_file_reads_and_a_point_without_a_spec_is_on_suppor
     v4 = json.loads((PACKAGED / "qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v4.json")
                     .read_text(encoding="utf-8"))
     assert all("score" not in p for p in v4["points"])  # v4 stays on the support score
+    v6 = json.loads((PACKAGED / "qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v6.json")
+                    .read_text(encoding="utf-8"))
+    held = {json.dumps(p["score"]["held_strength"], sort_keys=True) for p in v6["points"]}
+    assert held == {json.dumps({"by_language": {"zh": 0.7183}, "rule": "han-share-half/v1"},
+                               sort_keys=True)}  # v6's stacked score holds Chinese strength
