@@ -23,7 +23,7 @@ from tests.conftest import write_jsonl
 from tests.decide.test_probe import probe_config, toy_head, write_head
 from tests.decide.test_probe_layers import UNIFORM
 from tests.fakes import FakeLLM
-from tests.fit.synthetic import gold_items, write_gold
+from tests.fit.synthetic import gold_items, label_embedder, write_gold
 
 CLAIM = "The tomllib module reads TOML files in Python 3.11."
 #: four short sources (taken whole), each about the claim: 500 characters hold one, 1,500 all
@@ -97,16 +97,7 @@ def test_fit_records_the_budget_in_the_head_and_the_config_it_writes(
 ) -> None:
     items = gold_items(80)
     gold = write_gold(tmp_path / "gold.jsonl", items)
-    labels = {i["claim"]: i["label"] for i in items}
-    order = ["supported", "not_in_source", "not_verifiable", "contradicted"]
-
-    def embed(text: str) -> list[float]:
-        claim = text.split("Claim: ", 1)[-1].split("\n", 1)[0]
-        vector = [0.0] * 4
-        vector[order.index(labels.get(claim, "supported"))] = 1.0
-        return vector
-
-    fake_llm.embedder = embed
+    fake_llm.embedder = label_embedder(items)
     db = tmp_path / "judge.db"
     eval_gold(gold, config=budget_config(tmp_path, 1500, probe_head=UNIFORM), db=db)
     out = tmp_path / "fitted" / "budget.toml"

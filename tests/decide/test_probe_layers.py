@@ -21,7 +21,7 @@ from judge.fitting.run import version_of
 from judge.store import Store
 from tests.decide.test_probe import CHAT, GOOD, OTHER, batch, toy_head, write_head
 from tests.fakes import FakeLLM
-from tests.fit.synthetic import gold_items, write_gold
+from tests.fit.synthetic import gold_items, label_embedder, write_gold
 
 MODEL = "embedded/qwen2.5-coder-1.5b-instruct-q4_k_m"
 UNIFORM = {"file": "builtin:uniform",
@@ -115,16 +115,7 @@ def test_fit_records_the_layer_in_the_head_it_writes(
 ) -> None:
     items = gold_items(80)
     gold = write_gold(tmp_path / "gold.jsonl", items)
-    labels = {i["claim"]: i["label"] for i in items}
-    order = ["supported", "not_in_source", "not_verifiable", "contradicted"]
-
-    def embed(text: str) -> list[float]:
-        claim = text.split("Claim: ", 1)[-1].split("\n", 1)[0]
-        vector = [0.0] * 4
-        vector[order.index(labels.get(claim, "supported"))] = 1.0
-        return vector
-
-    embedded_fake.embedder = embed
+    embedded_fake.embedder = label_embedder(items)
     start = layered(tmp_path, 16, probe_head=UNIFORM)
     db = tmp_path / "judge.db"
     eval_gold(gold, config=start, db=db)

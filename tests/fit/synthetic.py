@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,18 @@ def write_config(path: Path, config: JudgeConfig) -> Path:
 
     path.write_text(config_toml(config), encoding="utf-8")
     return path
+
+
+def label_embedder(items: list[dict[str, Any]]) -> Callable[[str], list[float]]:
+    """A stand-in hidden state for gold ``items``: the probe prompt's claim gets a one-hot
+    vector of its gold label (4 numbers), so a head fitted on them can learn the labels."""
+    labels = {i["claim"]: i["label"] for i in items}
+    order = ["supported", "not_in_source", "not_verifiable", "contradicted"]
+
+    def embed(text: str) -> list[float]:
+        claim = text.split("Claim: ", 1)[-1].split("\n", 1)[0]
+        vector = [0.0] * 4
+        vector[order.index(labels.get(claim, "supported"))] = 1.0
+        return vector
+
+    return embed
