@@ -2,16 +2,17 @@
 
 A small model's option letters say little (strategy ``scores``), yet its hidden state after
 reading the evidence and the claim separates the labels far better. So, per claim, the
-program locates the source excerpts that best cover it (as ``scores`` does, within
- ``probe_excerpt_chars``), the model reads one short prompt (``probe_claim``) in one forward
-pass and generates nothing, and the program takes the last token's hidden state (stored with
-the call as float16) and applies the config's head (:mod:`judge.decide.probe_head`, fitted on
-human gold by ``judge fit`` or research/fit_probe.py); a head with a language offset first
-subtracts the offset of the language the probe reads (:func:`probe_text`, the claim and its
-excerpts; :func:`judge.language.read_language`). The label is the head's most probable one;
-``support`` is its P(supported), which drives the review queue (``review_support_below``);
-the evidence is the located excerpts, checked like any other. No model-reported confidence:
-the probabilities are the head's, computed by the program.
+program locates the source excerpts that best cover it (as ``scores`` does, within the
+config's ``probe_excerpt_chars``), the model reads one short prompt (``probe_claim``) in one
+forward pass and generates nothing, and the program takes the last token's hidden state
+(stored with the call as float16) and applies the config's head
+(:mod:`judge.decide.probe_head`, fitted on human gold by ``judge fit`` or
+research/fit_probe.py); a head with a language offset first subtracts the offset of the
+language the probe reads (:func:`probe_text`, the claim and its excerpts;
+:func:`judge.language.read_language`). The label is the head's most probable one; ``support``
+is its P(supported), which drives the review queue (``review_support_below``); the evidence
+is the located excerpts, checked like any other. No model-reported confidence: the
+probabilities are the head's, computed by the program.
 """
 
 from __future__ import annotations
