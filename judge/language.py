@@ -8,7 +8,7 @@ language offset of a probe head (:mod:`judge.decide.probe_head`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F),
@@ -72,6 +72,14 @@ def han_share(text: str) -> float | None:
         counts[m.lastgroup or "word"] += 1
     total = sum(counts.values())
     return counts["han"] / total if total else None
+
+
+def read_text(claim: str, quotes: Iterable[str]) -> str:
+    """The text whose language is read for a claim: the claim and its evidence quotes (the
+    excerpts the probe located), one per line. The probe's offset
+    (:func:`judge.decide.probe.probe_text`) and a flag score that holds the strength of a
+    language (:func:`judge.review.score.row_text`) both read this text."""
+    return "\n".join([claim, *quotes])
 
 
 def read_language(text: str) -> str | None:

@@ -28,6 +28,7 @@ from judge.decide import Decision, PerClaim
 from judge.decide.excerpts import excerpt_data, locate_excerpts
 from judge.decide.options import TIE_ORDER, describe
 from judge.decide.probe_head import ProbeHead, ProbeHeadError, load_head
+from judge.language import read_text
 from judge.models.client import CallFailed
 from judge.models.prompts import RenderedPrompt, render
 from judge.models.schemas import ClaimJudgement
@@ -67,7 +68,7 @@ def probe_text(claim: str, located: list[Evidence]) -> str:
     """What the probe reads of a claim, for telling its language: the claim and the excerpts
     the program located for it (the prompt's fixed English wording and the question's last
     turn are left out: they are there for every claim, or missing for most)."""
-    return "\n".join([claim, *(e.quote or "" for e in located)])
+    return read_text(claim, (e.quote or "" for e in located))
 
 
 def head_of(config: JudgeConfig) -> ProbeHead:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge.errors import JudgeError
-from judge.language import LANGUAGE_RULES
+from judge.language import LANGUAGE_RULES, read_text
 
 #: the kinds of flag score a point may name
 STACKED = "stacked-v1"
@@ -143,14 +143,14 @@ def parse_spec(raw: Any) -> ScoreSpec | None:
 
 def row_text(row: dict[str, Any]) -> str:
     """What the probe read of a stored verdict's claim, for telling its language: the claim
-    and its evidence quotes (as :func:`judge.decide.probe.probe_text` joins them)."""
+    and its evidence quotes (:func:`judge.language.read_text`, as the probe reads them)."""
     evidence = row.get("evidence") or []
     if isinstance(evidence, str):
         import json
 
         evidence = json.loads(evidence)
-    quotes = [e.get("quote") or "" for e in evidence if isinstance(e, dict)]
-    return "\n".join([str(row.get("claim") or ""), *quotes])
+    return read_text(str(row.get("claim") or ""),
+                     (e.get("quote") or "" for e in evidence if isinstance(e, dict)))
 
 
 def spec_label(spec: ScoreSpec | None) -> str:
