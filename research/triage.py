@@ -100,7 +100,7 @@ from judge.fitting.probe import (  # noqa: E402
 from judge.fitting.split import bucket, folds_of  # noqa: E402
 from judge.labels import JUDGE_ERROR  # noqa: E402
 from judge.review.queue import claim_reasons  # noqa: E402
-from judge.review.score import ScoreSpec, row_text  # noqa: E402
+from judge.review.score import ScoreSpec  # noqa: E402
 from judge.review.triage import ALWAYS, KEPT_FLAGS, forced  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
@@ -261,9 +261,8 @@ def flag_scores(data: Data, idx: np.ndarray, pred: np.ndarray, support: np.ndarr
     reasons = model_reasons(pred, support, data.strength[idx], data.strength_below)
     out = np.array(support, dtype=float).copy()
     if spec is not None:
-        rows = [data.items[int(k)].row for k in idx]
-        out = np.array([spec.score(float(s), r.get("strength"), row_text(r))
-                        for s, r in zip(support, rows, strict=True)])
+        out = np.array([spec.score_row(float(s), data.items[int(k)].row)
+                        for s, k in zip(support, idx, strict=True)])
     for j, k in enumerate(idx):
         every = data.program_reasons[int(k)] + reasons[j]
         take = always(every) if always is not None else forced(data.items[int(k)].row["label"],

@@ -92,6 +92,11 @@ class ScoreSpec:
              + self.strength * float(strength))
         return sigmoid(z)
 
+    def score_row(self, support: float, row: dict[str, Any]) -> float:
+        """:meth:`score` of a stored verdict row given its support: the row's strength, and
+        its text (:func:`row_text`) only when the spec holds a strength."""
+        return self.score(support, row.get("strength"), row_text(row) if self.held else None)
+
     def describe(self) -> str:
         return (f"stacked score: sigmoid({self.intercept:.4g} + {self.support_logit:.4g} "
                 f"logit(support) + {self.strength:.4g} strength)")

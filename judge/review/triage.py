@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from judge.errors import JudgeError
 from judge.labels import JUDGE_ERROR, Label
-from judge.review.score import ScoreSpec, parse_spec, row_text
+from judge.review.score import ScoreSpec, parse_spec
 
 if TYPE_CHECKING:
     from judge.config.review import ReviewSettings
@@ -93,7 +93,7 @@ def flag_score(row: dict[str, Any], reasons: list[str] | None = None,
         return None
     if spec is None:
         return float(support)
-    return spec.score(float(support), row.get("strength"), row_text(row))
+    return spec.score_row(float(support), row)
 
 
 # -- the point a queue uses -----------------------------------------------------------------------
