@@ -49,6 +49,16 @@ def neutral_value(field: FieldInfo) -> Neutral | None:
     return next((m for m in field.metadata if isinstance(m, Neutral)), None)
 
 
+#: The settings only a strategy that reads a probe head uses, each with what it is (for the
+#: error when another strategy sets one away from its neutral value).
+PROBE_ONLY = {
+    "probe_head": "reads hidden states",
+    "probe_layers": "picks the layer a probe reads",
+    "probe_endpoint": "serves a probe's vectors",
+    "probe_excerpt_chars": "is the evidence a probe reads",
+}
+
+
 class VersionedSettings(BaseModel):
     """The settings that change a verdict: every field is part of the judge version (in this
     order, which is also the order ``judge fit`` writes them in)."""
@@ -227,20 +237,13 @@ class VersionedSettings(BaseModel):
             if getattr(rule, spec.rule_setting or "", None) is None:
                 raise ValueError(f"domain_rules.{name}: strategy {self.strategy!r} needs a "
                                  f"{spec.rule_setting} in each domain rule")
-        if self.probe_head is not None and spec.rule_setting != "probe_head":
-            raise ValueError(f"probe_head reads hidden states: it needs strategy "
-                             f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
-        if self.probe_layers is not None and spec.rule_setting != "probe_head":
-            raise ValueError(f"probe_layers picks the layer a probe reads: it needs strategy "
-                             f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
-        if self.probe_endpoint is not None and spec.rule_setting != "probe_head":
-            raise ValueError(f"probe_endpoint serves a probe's vectors: it needs strategy "
-                             f"{_either(with_setting('probe_head'))}, not {self.strategy!r}")
-        if (self.probe_excerpt_chars != PROBE_EXCERPT_CHARS
-                and spec.rule_setting != "probe_head"):
-            raise ValueError(f"probe_excerpt_chars is the evidence a probe reads: it needs "
-                             f"strategy {_either(with_setting('probe_head'))}, not "
-                             f"{self.strategy!r}")
+        if spec.rule_setting != "probe_head":
+            neutral = neutral_values()
+            for name, what in PROBE_ONLY.items():
+                if getattr(self, name) != neutral[name]:
+                    raise ValueError(f"{name} {what}: it needs strategy "
+                                     f"{_either(with_setting('probe_head'))}, not "
+                                     f"{self.strategy!r}")
         if self.probe_layers is not None and self.probe_endpoint is not None:
             raise ValueError("probe_layers cuts the embedded model; a served model gives the "
                              "layer its server pools (leave probe_layers out with "
