@@ -42,28 +42,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from judge.decide.probe_head import ProbeHead  # noqa: E402
 from judge.evaluation.gold import load_gold  # noqa: E402
-from judge.fitting.probe import PRIOR_HEAD_LAMBDAS, fit_head, predict_head  # noqa: E402
 from judge.fitting.split import folds_of  # noqa: E402
-from judge.verdicts import LABELS  # noqa: E402
 from research.triage import (  # noqa: E402
     DATASETS,
-    FORBIDDEN,
+    CvFit,
     Data,
     auc,
     cv_fit,
     draw_groups,
+    drawn_out_of_fold,
     flag_scores,
-    forget_heads,
     load,
     oracle,
     oracle_threshold,
+    refuse_held_back,
     shown,
     snapshot,
 )
@@ -106,24 +104,16 @@ def within_folds(data: Data, idx: np.ndarray) -> list[int]:
     return folds_of([data.items[int(k)] for k in idx])
 
 
-def size_arm(data: Data, idx: np.ndarray, prior: ProbeHead, size: int, repeats: int,
-             seed: int) -> dict[str, Any]:
-    """Heads shrunk toward ``prior`` from ``size`` of the dataset's claims drawn from the
-    other folds; each draw's figures out of fold, then their mean and range."""
-    fold = np.asarray(within_folds(data, idx))
+def size_arm(data: Data, idx: np.ndarray, fold: np.ndarray, prior: ProbeHead, size: int,
+             repeats: int, seed: int) -> dict[str, Any]:
+    """Heads shrunk toward ``prior`` from ``size`` of the dataset's claims ``idx`` drawn from
+    the other folds (``fold``: theirs); each draw's figures out of fold, then their mean and
+    range."""
     pick = draw_groups(idx, data, size, 999, seed)
     lam = cv_fit(data.x[pick], data.y[pick], within_folds(data, pick), prior=prior).lam
     draws = []
     for r in range(repeats):
-        pred = np.zeros(len(idx), dtype=int)
-        probs = np.zeros((len(idx), len(LABELS)))
-        forget_heads()
-        with threadpool_limits(limits=1, user_api="blas"):
-            for f in sorted(set(fold.tolist())):
-                held = np.flatnonzero(fold == f)
-                sub = draw_groups(idx[fold != f], data, size, r, seed)
-                head = fit_head(data.x[sub], data.y[sub], lam, prior)
-                pred[held], probs[held] = predict_head(data.x[idx[held]], head)
+        pred, probs, _ = drawn_out_of_fold(data, idx, fold, size, r, seed, lam, prior)
         draws.append(measured(data, idx, pred, probs))
     fa = [d["at_90"]["false_alarm"]["value"] for d in draws]
     aucs = [d["auc"]["value"] for d in draws]
@@ -133,22 +123,22 @@ def size_arm(data: Data, idx: np.ndarray, prior: ProbeHead, size: int, repeats: 
             "auc": {"mean": round(float(np.mean(aucs)), 4), "min": min(aucs), "max": max(aucs)}}
 
 
-def dataset_part(data: Data, dataset: str, wide: Any, sizes: list[int], repeats: int,
+def dataset_part(data: Data, dataset: str, wide: CvFit, sizes: list[int], repeats: int,
                  seed: int, kinds: dict[str, str]) -> dict[str, Any]:
     idx = np.flatnonzero(data.datasets == dataset)
+    fold = within_folds(data, idx)
     other = np.flatnonzero(data.datasets != dataset)
     t0 = time.time()
     out: dict[str, Any] = {"n": int(len(idx)), "problems": int(data.problems[idx].sum()),
                            "version-wide": measured(data, idx, wide.pred[idx], wide.probs[idx])}
     out["version-wide"]["by_label"] = by_label(data, idx, wide.probs[idx, 0], kinds)
-    own = cv_fit(data.x[idx], data.y[idx], within_folds(data, idx))
+    own = cv_fit(data.x[idx], data.y[idx], fold)
     out["domain only"] = {"l2": own.lam, **measured(data, idx, own.pred, own.probs)}
     prior = cv_fit(data.x[other], data.y[other], [data.fold[int(k)] for k in other]).head
-    shrunk = cv_fit(data.x[idx], data.y[idx], within_folds(data, idx), prior=prior,
-                    lambdas=PRIOR_HEAD_LAMBDAS)
+    shrunk = cv_fit(data.x[idx], data.y[idx], fold, prior=prior)  # the prior's strengths
     out["domain, shrunk"] = {"l2": shrunk.lam, **measured(data, idx, shrunk.pred, shrunk.probs)}
-    out["sizes"] = [size_arm(data, idx, prior, n, repeats, seed) for n in sizes
-                    if n < 0.9 * len(idx)]
+    out["sizes"] = [size_arm(data, idx, np.asarray(fold), prior, n, repeats, seed)
+                    for n in sizes if n < 0.9 * len(idx)]
     out["seconds"] = round(time.time() - t0, 1)
     return out
 
@@ -177,9 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "review_ceiling.json")
     args = parser.parse_args(argv)
-    for path in [*args.gold, args.tuning]:
-        if FORBIDDEN in str(path):
-            parser.error(f"{path}: the held-back check set is read once, by the lead, not here")
+    refuse_held_back(parser, [*args.gold, args.tuning])
     t0 = time.time()
     db = snapshot(args.db, None)
     try:

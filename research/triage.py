@@ -558,6 +558,27 @@ def draw_groups(idx: np.ndarray, data: Data, size: int, index: int, seed: int) -
     return np.array(sorted(chosen))
 
 
+def drawn_out_of_fold(data: Data, idx: np.ndarray, fold: np.ndarray, size: int, draw: int,
+                      seed: int, lam: float, prior: ProbeHead | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Out-of-fold (labels, probabilities) of the claims ``idx`` (``fold``: their folds), each
+    fold's from a head fitted at L2 ``lam`` (shrunk toward ``prior`` when given) on ``size``
+    claims of ``idx`` drawn from the other folds (whole groups, draw ``draw``,
+    :func:`draw_groups`); and how many claims each fold's head was fitted on."""
+    pred = np.zeros(len(idx), dtype=int)
+    probs = np.zeros((len(idx), len(LABELS)))
+    n_used = []
+    forget_heads()
+    with threadpool_limits(limits=1, user_api="blas"):
+        for f in sorted(set(fold.tolist())):
+            held = np.flatnonzero(fold == f)
+            sub = draw_groups(idx[fold != f], data, size, draw, seed)
+            n_used.append(len(sub))
+            head = fit_head(data.x[sub], data.y[sub], lam, prior)
+            pred[held], probs[held] = predict_head(data.x[idx[held]], head)
+    return pred, probs, n_used
+
+
 def part_curve(data: Data, fit: CvFit, scores: np.ndarray, sizes: Sequence[int], repeats: int,
                seed: int) -> list[dict[str, Any]]:
     p, y = data.problems, data.y
@@ -572,17 +593,8 @@ def part_curve(data: Data, fit: CvFit, scores: np.ndarray, sizes: Sequence[int],
         lam = cv_fit(data.x[pick], y[pick], folds_of([data.items[k] for k in pick])).lam
         rows = []
         for r in range(repeats):
-            pred = np.zeros(len(y), dtype=int)
-            probs = np.zeros((len(y), len(LABELS)))
-            forget_heads()
-            n_used = []
-            with threadpool_limits(limits=1, user_api="blas"):
-                for f in sorted(set(data.fold)):
-                    held = np.flatnonzero(fold == f)
-                    sub = draw_groups(np.flatnonzero(fold != f), data, size, r, seed)
-                    n_used.append(len(sub))
-                    head = fit_head(data.x[sub], y[sub], lam)
-                    pred[held], probs[held] = predict_head(data.x[held], head)
+            pred, probs, n_used = drawn_out_of_fold(data, np.arange(len(y)), fold, size, r,
+                                                    seed, lam)
             s = flag_scores(data, np.arange(len(y)), pred, probs[:, 0])
             thr = exact_threshold(s, p)
             rows.append({"n_train": float(np.mean(n_used)),
@@ -908,6 +920,13 @@ def summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def refuse_held_back(parser: argparse.ArgumentParser, paths: Sequence[Path]) -> None:
+    """Stop (a usage error) when one of ``paths`` is the held-back check set."""
+    for path in paths:
+        if FORBIDDEN in str(path):
+            parser.error(f"{path}: the held-back check set is read once, by the lead, not here")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", type=Path, default=ROOT.parent / "out" / "dev_all.db")
@@ -939,9 +958,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path,
                         default=ROOT.parent / "docs" / "img" / "triage_learning_curve.svg")
     args = parser.parse_args(argv)
-    for path in [*args.gold, args.tuning]:
-        if FORBIDDEN in str(path):
-            parser.error(f"{path}: the held-back check set is read once, by the lead, not here")
+    refuse_held_back(parser, [*args.gold, args.tuning])
     t0 = time.time()
     command = "python " + " ".join(shlex.quote(a) for a in
                                    ["research/triage.py", *(sys.argv[1:] if argv is None
