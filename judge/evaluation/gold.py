@@ -198,10 +198,15 @@ class GoldItem(BaseModel):
     def _consistent(self) -> GoldItem:
         if self.label == Label.SUPPORTED and self.subtype is not None:
             raise ValueError(f"a supported claim takes no subtype (got {self.subtype!r})")
-        ids = [s.id for s in self.sources]
-        duplicated = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicated:
-            raise ValueError(f"duplicate source id(s) {duplicated}")
+        # a source repeated whole (same id, same content: some upstream sets list a cited
+        # passage twice) is one source; the same id with other content is an error
+        kept: dict[str, GoldSource] = {}
+        for source in self.sources:
+            first = kept.setdefault(source.id, source)
+            if first is not source and first.model_dump() != source.model_dump():
+                raise ValueError(f"duplicate source id {source.id!r} with different content")
+        self.sources = list(kept.values())
+        ids = list(kept)
         for i, citation in enumerate(self.citations or []):
             if citation.source not in ids:
                 raise ValueError(f"citations[{i}] names source {citation.source!r}, which is "
@@ -398,6 +403,10 @@ def parse_gold_line(raw: bytes, line: int) -> tuple[GoldItem | None, list[GoldPr
         else:
             problems.append(GoldProblem(line, "refused", not_a_person_message(where, who),
                                         item_id))
+    repeated = len(data.get("sources") or []) - len(item.sources)
+    if repeated:
+        problems.append(GoldProblem(line, "warning", f"{repeated} source(s) repeated whole "
+                                    "(same id and content) are read once", item_id))
     unknown = sorted(set(data) - KNOWN_FIELDS)
     if unknown:
         problems.append(GoldProblem(line, "warning", f"unknown field(s) {unknown} are ignored",

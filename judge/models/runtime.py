@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from judge.models.prefix_files import PrefixFiles, cpu_identity
 from judge.models.slots import SlotPool
 
@@ -88,7 +90,7 @@ class Runtime:
 
     def __init__(
         self, path: Path, gguf_id: str, n_ctx: int, n_threads: int, prompt_cache: bool,
-        slots: int = 1, prefix_folder: Path | None = None,
+        slots: int = 1, prefix_folder: Path | None = None, token_states: bool = False,
     ) -> None:
         started = time.perf_counter()
         try:
@@ -126,7 +128,10 @@ class Runtime:
         # last token's final hidden state, unnormalised (with ``probe_layers`` the probe reads
         # a copy of the model cut after block N, in a runtime of its own: see load()).
         params.embedding = True
-        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST
+        # token_states: every token's state (llama.cpp's /embedding route, pooling none), of
+        # which the last row is the LAST pooling's vector to the bit (judge.decide.readers)
+        params.pooling_type = (xlc.llama_pooling_type.LLAMA_POOLING_TYPE_NONE if token_states
+                               else xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST)
         params.embd_normalize = -1
         params.endpoint_slots = False
         params.endpoint_metrics = False
@@ -174,6 +179,42 @@ class Runtime:
         every slot's cache is dropped first, so a vector never depends on what ran before."""
         with self._slots.every():
             return self._call("handle_embeddings", {"input": text})
+
+    def token_states(self, text: str) -> tuple[np.ndarray, list[Any]]:
+        """Every token's hidden state for ``text`` (one row a token, float32) and the
+        tokenizer's pieces (strings, or byte lists where a piece is not whole UTF-8), evaluated
+        afresh like :meth:`embed`. Needs a runtime loaded with ``token_states``."""
+        with self._slots.every():
+            pieces = self._listener("/tokenize", {"content": text, "with_pieces": True})
+            answer = self._listener("/embedding", {"content": text})
+        tokens = pieces.get("tokens") if isinstance(pieces, dict) else None
+        rows = (answer[0].get("embedding") if isinstance(answer, list) and answer
+                and isinstance(answer[0], dict) else None)
+        if not isinstance(tokens, list) or not isinstance(rows, list):
+            raise EmbeddedModelError(f"unexpected per-token answer: {str(answer)[:200]}")
+        states = np.asarray(rows, dtype=np.float32)
+        if states.ndim != 2 or states.shape[0] != len(tokens):
+            raise EmbeddedModelError(f"{len(tokens)} tokens but hidden states of shape "
+                                     f"{states.shape}")
+        return states, [t.get("piece") if isinstance(t, dict) else None for t in tokens]
+
+    def _listener(self, path: str, body: dict[str, Any]) -> Any:
+        """A request to the runtime's own listener on 127.0.0.1 (no proxy), with its key."""
+        address = getattr(self._server, "listening_address", None)
+        if not address:
+            raise EmbeddedModelError("the runtime has no local listener for per-token states")
+        request = urllib.request.Request(
+            f"{address}{path}", data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"Bearer {self._key}",
+                     "Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=600) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode("utf-8", "replace")
+            raise EmbeddedModelError(f"the runtime refused {path} (HTTP {exc.code}): "
+                                     f"{detail}") from exc
 
     def _slot_action(self, slot: int, action: str, filename: str) -> dict[str, Any]:
         """llama.cpp's slot ``save`` or ``restore`` of ``filename`` in the prefix folder,
