@@ -11,7 +11,7 @@ the script renders the probe prompt exactly as the product does (``research/conf
 probe_v6.toml``: ``probe_claim`` v2, 1,500 characters of located evidence; the control-token
 spellings broken as the embedded provider breaks them), reads every token's hidden state after
 block ``--layers`` of the packaged model (:meth:`judge.models.runtime.Runtime.token_states`),
-and keeps each reader of :mod:`judge.decide.readers` (``last``, ``claim_mean``, ``claim_max``,
+and keeps each reader of :mod:`judge.models.readers` (``last``, ``claim_mean``, ``claim_max``,
 ``evidence_mean``, ``evidence_max``) as float16.
 
 Claims go in a fixed random order (sha256 of the gold id), so that whatever has been
@@ -40,11 +40,11 @@ sys.path.insert(0, str(REPO))
 
 from judge.config import JudgeConfig  # noqa: E402
 from judge.decide.probe import probe_prompt  # noqa: E402
-from judge.decide.readers import READERS, pool, prompt_spans, token_offsets  # noqa: E402
 from judge.evaluation.gold import read_gold  # noqa: E402
 from judge.evaluation.matching import gold_to_records  # noqa: E402
 from judge.models.control_tokens import defuse  # noqa: E402
 from judge.models.prompts import prompts_dir  # noqa: E402
+from judge.models.readers import READERS, pool, prompt_spans, token_offsets  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.verdicts import Claim  # noqa: E402
 
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shard", type=int, default=100, help="claims a shard")
     args = parser.parse_args(argv)
 
-    from judge.decide.readers import tokens_in
     from judge.models import embedded
+    from judge.models.readers import tokens_in
     from judge.models.runtime import Runtime
 
     config = JudgeConfig.load(CONFIG)

@@ -15,6 +15,31 @@ from pydantic import BaseModel, ConfigDict, field_validator
 PROBE_EXCERPT_CHARS = 500
 
 
+#: The readers of a probe (``probe_reader``; judge.models.readers pools them): ``last``, the
+#: prompt's last token (every head before readers), or a part's tokens pooled.
+LAST = "last"
+PARTS = ("claim", "evidence")
+POOLINGS = ("mean", "max")
+READERS = (LAST, *(f"{part}_{pooling}" for part in PARTS for pooling in POOLINGS))
+
+
+class ReaderError(ValueError):
+    """A reader cannot be read from this prompt or these states (fails closed), or its name
+    is not a reader's."""
+
+
+def parse_readers(spec: str) -> tuple[str, ...]:
+    """``"last+claim_mean"`` → ``("last", "claim_mean")``; refuses unknown or repeated names."""
+    names = tuple(part.strip() for part in spec.split("+"))
+    unknown = [n for n in names if n not in READERS]
+    if unknown or not names:
+        raise ReaderError(f"unknown probe reader(s) {unknown or [spec]}: a reader is one of "
+                          f"{', '.join(READERS)}, several joined by '+'")
+    if len(set(names)) != len(names):
+        raise ReaderError(f"probe reader {spec!r} names a reader twice")
+    return names
+
+
 class ProbeHeadRef(BaseModel):
     """``probe_head = { file = "builtin:<name>" | "path/to/head.json", sha256 = "…" }``: the
     file's sha256 is part of the judge version, and a file that no longer has it is refused.

@@ -18,7 +18,13 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from judge.config.probe import PROBE_EXCERPT_CHARS, ProbeEndpoint, ProbeHeadRef
+from judge.config.probe import (
+    PROBE_EXCERPT_CHARS,
+    ProbeEndpoint,
+    ProbeHeadRef,
+    ReaderError,
+    parse_readers,
+)
 from judge.config.score_model import DEFAULT_RULE, DomainRule, ScoreModel
 from judge.decide.registry import names, prompt_owners, spec_of, with_setting
 from judge.records.models import DOMAIN_PATTERN
@@ -56,6 +62,7 @@ PROBE_ONLY = {
     "probe_layers": "picks the layer a probe reads",
     "probe_endpoint": "serves a probe's vectors",
     "probe_excerpt_chars": "is the evidence a probe reads",
+    "probe_reader": "picks the tokens a probe reads",
 }
 
 
@@ -167,6 +174,20 @@ class VersionedSettings(BaseModel):
     #: per extra token. The head must have been fitted on vectors read with the same budget.
     probe_excerpt_chars: Annotated[int, Neutral(PROBE_EXCERPT_CHARS)] = Field(
         default=PROBE_EXCERPT_CHARS, ge=100, le=8000)
+    #: "probe": which tokens' hidden states the head reads (judge.models.readers): "last"
+    #: (the prompt's last token, every head before readers), or the claim's or the
+    #: evidence's tokens pooled ("claim_mean", "claim_max", "evidence_mean",
+    #: "evidence_max"), several joined by "+" and concatenated ("last+claim_mean"). The head
+    #: must have been fitted on vectors read by the same readers.
+    probe_reader: Annotated[str, Neutral("last")] = "last"
+
+    @field_validator("probe_reader")
+    @classmethod
+    def _probe_reader(cls, value: str) -> str:
+        try:
+            return "+".join(parse_readers(value))
+        except ReaderError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("split_atomic", mode="before")
     @classmethod
@@ -248,6 +269,16 @@ class VersionedSettings(BaseModel):
             raise ValueError("probe_layers cuts the embedded model; a served model gives the "
                              "layer its server pools (leave probe_layers out with "
                              "probe_endpoint)")
+        if self.probe_reader != "last" and self.probe_endpoint is not None:
+            raise ValueError(
+                f"probe_reader {self.probe_reader!r} pools per-token hidden states, which a "
+                "served probe cannot give: the OpenAI-compatible embeddings route that litellm "
+                "calls pools one vector per input (llama.cpp refuses pooling 'none' there), so "
+                "a served probe reads the last token only (probe_reader = 'last'); read "
+                "per-token states in process with the embedded provider")
+        if self.probe_reader != "last" and not self.model.startswith("embedded/"):
+            raise ValueError(f"probe_reader {self.probe_reader!r} needs the embedded provider "
+                             "(model = 'embedded/...'), which reads per-token hidden states")
         if self.probe_layers is not None and not self.model.startswith("embedded/"):
             raise ValueError("probe_layers needs the embedded provider (model = "
                              "'embedded/...'): another provider serves the layer it serves")

@@ -90,6 +90,8 @@ def read_with(config: JudgeConfig) -> dict[str, Any]:
         out["layers"] = config.probe_layers
     if config.probe_endpoint is not None:
         out["served"] = config.probe_endpoint.identity()
+    if config.probe_reader != "last":
+        out["reader"] = config.probe_reader
     return out
 
 
@@ -124,6 +126,13 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
             f"(probe_excerpt_chars): set probe_excerpt_chars to "
             f"{fitted_budget or PROBE_EXCERPT_CHARS} or pin a head fitted on that budget "
             "(judge fit, see docs/probe.md)")
+    fitted_reader = head.about.get("reader") or "last"
+    if head.dim and fitted_reader != (reads.get("reader") or "last"):
+        raise ProbeHeadError(
+            f"the probe head {name!r} was fitted on vectors of the reader {fitted_reader!r}, "
+            f"but this config reads {reads.get('reader') or 'last'!r} (probe_reader): set "
+            f"probe_reader = {fitted_reader!r} or pin a head fitted on that reader (judge "
+            "fit, see docs/probe.md)")
     fitted_prompt = str(head.about.get("prompt") or "")
     if head.dim and not fitted_prompt:
         raise ProbeHeadError(
@@ -209,7 +218,7 @@ class ProbeStrategy(PerClaim):
         Raises ``CallFailed`` (and, replaying, ``ReplayMiss``)."""
         located, prompt = await asyncio.to_thread(
             probe_prompt, self.config, self.root, record, claim)
-        vector, call = await self.client.embed(prompt, "probe", run_id)
+        vector, call = await self.client.embed(prompt, "probe", run_id, claim=claim.text)
         return located, vector, call
 
 

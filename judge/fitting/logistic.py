@@ -49,11 +49,17 @@ def matrix(values: Features, names: Sequence[str]) -> np.ndarray:
 
 def fit_standardised(z: np.ndarray, y: np.ndarray, lam: float,
                      center: np.ndarray | None = None, start: np.ndarray | None = None,
-                     weight: np.ndarray | None = None) -> np.ndarray:
+                     weight: np.ndarray | None = None, allowed: np.ndarray | None = None
+                     ) -> np.ndarray:
     """L2-penalised multinomial logistic regression on standardised features ``z`` (n x d):
     the weights (d x labels) and, in the last row, the intercepts. Each item weighs
     ``weight`` (default: class-balanced). The penalty pulls the weights (not the intercepts)
-    toward ``center`` (default 0)."""
+    toward ``center`` (default 0).
+
+    ``allowed`` (n x labels, booleans; default: the gold label alone) lets a person's label
+    name a set of labels: the item's likelihood is the probability of the set (a summary
+    people judged "inconsistent" is contradicted or not in the source, without saying
+    which)."""
     n, d = z.shape
     k = len(LABELS)
     z1 = np.hstack([z, np.ones((n, 1))])
@@ -64,7 +70,9 @@ def fit_standardised(z: np.ndarray, y: np.ndarray, lam: float,
         weight = np.array([1.0 / np.mean(y == c) if c in present else 0.0
                            for c in range(k)])[y]
         weight /= weight.mean()
-    onehot = np.eye(k)[y]
+    mask = np.eye(k, dtype=bool)[y] if allowed is None else np.asarray(allowed, dtype=bool)
+    if mask.shape != (n, k) or not mask.any(1).all():
+        raise ValueError("every item needs at least one allowed label")
 
     def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
         w = flat.reshape(d + 1, k)
@@ -73,8 +81,12 @@ def fit_standardised(z: np.ndarray, y: np.ndarray, lam: float,
         p = np.exp(s)
         p /= p.sum(1, keepdims=True)
         off = w[:-1] - center
-        value = -(weight * np.log(p[np.arange(n), y] + 1e-12)).sum() + lam * (off ** 2).sum()
-        grad = z1.T @ ((p - onehot) * weight[:, None])
+        kept = np.where(mask, p, 0.0)
+        mass = kept.sum(1)
+        value = -(weight * np.log(mass + 1e-12)).sum() + lam * (off ** 2).sum()
+        # d(-log mass)/ds = p - (p restricted to the allowed labels, renormalised)
+        target = kept / np.maximum(mass, 1e-300)[:, None]
+        grad = z1.T @ ((p - target) * weight[:, None])
         grad[:-1] += 2 * lam * off
         return float(value), grad.ravel()
 

@@ -44,8 +44,10 @@ _TIE_RANK = np.array([TIE_ORDER.index(label) for label in LABELS])
 
 
 def fit_head(x: np.ndarray, y: np.ndarray, lam: float, prior: ProbeHead | None = None,
-             about: dict[str, Any] | None = None) -> ProbeHead:
-    """One head fitted on vectors ``x`` (n x d) and gold label indexes ``y``."""
+             about: dict[str, Any] | None = None, weight: np.ndarray | None = None,
+             allowed: np.ndarray | None = None) -> ProbeHead:
+    """One head fitted on vectors ``x`` (n x d) and gold label indexes ``y``; ``weight`` and
+    ``allowed`` as :func:`judge.fitting.logistic.fit_standardised` reads them."""
     x = np.asarray(x, dtype=np.float64)
     center: np.ndarray | None = None
     start: np.ndarray | None = None
@@ -57,7 +59,7 @@ def fit_head(x: np.ndarray, y: np.ndarray, lam: float, prior: ProbeHead | None =
     else:
         mu, sd = x.mean(0), x.std(0)
         sd = np.where(sd > 1e-8, sd, 1.0)
-    w = fit_standardised((x - mu) / sd, y, lam, center, start)
+    w = fit_standardised((x - mu) / sd, y, lam, center, start, weight, allowed)
     head = ProbeHead(tuple(LABELS), mu, sd, w[:-1].T.copy(), w[-1].copy(), dict(about or {}))
     return canonical(head)[0]
 

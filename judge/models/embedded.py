@@ -80,6 +80,7 @@ __all__ = [
     "layered_file",
     "load",
     "model_file",
+    "token_states",
     "part_paths",
     "runtime_info",
     "unload",
@@ -335,6 +336,9 @@ TURNS = Turns()
 _runtime: Runtime | None = None
 #: runtimes of the model's first N blocks (strategy "probe" with ``probe_layers``), by N
 _layered: dict[int, Runtime] = {}
+#: runtimes that give every token's state (``probe_reader`` other than "last"), by N (None:
+#: the whole model's); one reads the probe prompts, so none is shared with generation
+_token_runtimes: dict[int | None, Runtime] = {}
 # Runtime calls from the async path wait here (for their turn and a slot) instead of filling
 # the default executor; enough workers to fill any number of slots a run asks for.
 EXECUTOR = ThreadPoolExecutor(max_workers=MAX_SLOTS + 1,
@@ -364,6 +368,18 @@ def embed(text: str, layers: int | None = None) -> tuple[dict[str, Any], Runtime
         raise RuntimeUnloaded("embedded model was unloaded")
     with TURNS.turn(runtime):
         return runtime.embed(text), runtime.info
+
+
+def token_states(text: str, layers: int | None = None) -> tuple[Any, list[Any], RuntimeInfo]:
+    """Every token's hidden state for ``text`` (after the first ``layers`` blocks, or the last
+    layer's), the tokenizer's pieces and the runtime's identity, from the per-token runtime
+    (:func:`load` it with ``token_states=True`` first); serialised like :func:`embed`."""
+    runtime = _token_runtimes.get(layers)
+    if runtime is None:
+        raise RuntimeUnloaded("embedded model was unloaded")
+    with TURNS.turn(runtime):
+        states, pieces = runtime.token_states(text)
+        return states, pieces, runtime.info
 
 
 def _gguf_id(path: Path) -> str:
@@ -418,11 +434,15 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     return dest
 
 
-def load(progress: ProgressCallback | None = None, layers: int | None = None) -> RuntimeInfo:
+def load(progress: ProgressCallback | None = None, layers: int | None = None,
+         token_states: bool = False) -> RuntimeInfo:
     """Load the model now (idempotent). Normally this happens lazily on the first completion.
     ``layers``: the runtime that reads the hidden state after the first ``layers`` blocks
     (strategy ``probe`` with ``probe_layers``), loaded beside the whole model's if both are
-    needed."""
+    needed. ``token_states``: the runtime that gives every token's state (``probe_reader``),
+    of the cut after ``layers`` blocks or of the whole model."""
+    if token_states:
+        return _load_token_runtime(progress, layers)
     global _runtime
     runtime = _runtime if layers is None else _layered.get(layers)
     if runtime is not None:
@@ -454,12 +474,32 @@ def load(progress: ProgressCallback | None = None, layers: int | None = None) ->
         return loaded.info
 
 
+def _load_token_runtime(progress: ProgressCallback | None, layers: int | None) -> RuntimeInfo:
+    loaded = _token_runtimes.get(layers)
+    if loaded is not None:
+        return loaded.info
+    with _LOAD_LOCK:
+        loaded = _token_runtimes.get(layers)
+        if loaded is None:
+            path = model_file(progress)
+            gguf_id = _gguf_id(path)
+            if layers is not None:
+                path = layered_file(layers, progress)
+                gguf_id = f"{gguf_id}-first{layers}"
+            n_ctx = min(_int_env(ENV_N_CTX, LAYERED_N_CTX), LAYERED_N_CTX)
+            loaded = Runtime(path, f"{gguf_id}-tokens", n_ctx,
+                             _int_env(THREADS_ENV, default_threads()), False, 1, None,
+                             token_states=True)
+            _token_runtimes[layers] = loaded
+        return loaded.info
+
+
 def _int_env(name: str, default: int) -> int:
     return positive_int(name, os.environ.get(name), default)
 
 
 def is_loaded() -> bool:
-    return _runtime is not None or bool(_layered)
+    return _runtime is not None or bool(_layered) or bool(_token_runtimes)
 
 
 def runtime_info() -> RuntimeInfo | None:
@@ -474,6 +514,7 @@ def unload() -> None:
     with _LOAD_LOCK, TURNS.turn(unload):  # waits for the calls that run
         _runtime = None
         _layered.clear()
+        _token_runtimes.clear()
 
 
 class ModelUnavailable(ValueError):

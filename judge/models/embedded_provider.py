@@ -27,7 +27,9 @@ from judge.models.embedded import (
     chat,
     embed,
     load,
+    token_states,
 )
+from judge.models.readers import ReaderError, parse_readers, pool, prompt_spans, token_offsets
 
 # litellm fetches its model cost map over the network at import unless told otherwise.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -125,7 +127,7 @@ def _raise_runtime_error(result: dict[str, Any], model: str) -> None:
 class EmbeddedProvider(CustomLLM):
     """litellm handler for ``embedded/<name>``: runs the request on the in-process model."""
 
-    def _loaded(self, model: str, layers: int | None = None) -> None:
+    def _loaded(self, model: str, layers: int | None = None, tokens: bool = False) -> None:
         """Load the runtime for ``model`` (a known name), or raise what litellm surfaces."""
         if not os.environ.get(ENV_GGUF) and model not in (MODEL_NAME, EMBEDDED_MODEL):
             raise CustomLLMError(
@@ -134,7 +136,7 @@ class EmbeddedProvider(CustomLLM):
                 f"(set {ENV_GGUF} to serve your own GGUF under any name)",
             )
         try:
-            load(layers=layers)
+            load(layers=layers, token_states=tokens)
         except EmbeddedModelError as exc:
             # Permanent (missing packages, corrupt chunks): a plain APIError, which litellm passes
             # through unchanged and callers do not mistake for a transient server error.
@@ -187,6 +189,9 @@ class EmbeddedProvider(CustomLLM):
         if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int)
                                    or layers < 1):
             raise CustomLLMError(400, f"layers must be a positive integer, not {layers!r}")
+        reader, claim = optional_params.get("reader"), optional_params.get("reader_claim")
+        if reader is not None:
+            return self._pooled(model, inputs, layers, reader, claim)
         self._loaded(model, layers)
         data: list[dict[str, Any]] = []
         prompt_tokens = 0
@@ -207,6 +212,45 @@ class EmbeddedProvider(CustomLLM):
                 raise CustomLLMError(500, f"embedded model returned no vector: {str(result)[:300]}")
             data.append({"object": "embedding", "index": index, "embedding": rows[0]["embedding"]})
             prompt_tokens += int((result.get("usage") or {}).get("prompt_tokens") or 0)
+        response = EmbeddingResponse(
+            model=_reported_model(model), data=data,
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=0,
+                        total_tokens=prompt_tokens),
+        )
+        if info is not None:
+            response._hidden_params["system_fingerprint"] = info.fingerprint
+        return response
+
+    def _pooled(self, model: str, inputs: list[str], layers: int | None, reader: Any,
+                claim: Any) -> EmbeddingResponse:
+        """The readers' vector of each input (``probe_reader``: judge.models.readers), pooled
+        from every token's hidden state; the claim (``reader_claim``) says which tokens are
+        the claim's."""
+        try:
+            readers = parse_readers(reader) if isinstance(reader, str) else None
+        except ReaderError as exc:
+            raise CustomLLMError(400, str(exc)) from exc
+        if readers is None or not isinstance(claim, str):
+            raise CustomLLMError(400, "a reader needs its name and the claim (reader_claim)")
+        self._loaded(model, layers, tokens=True)
+        data: list[dict[str, Any]] = []
+        prompt_tokens = 0
+        info = None
+        for index, raw in enumerate(inputs):
+            text = defuse(raw)
+            try:
+                states, pieces, info = token_states(text, layers)
+                vector = pool(states, token_offsets(pieces, text),
+                              prompt_spans(text, defuse(claim)), readers)
+            except RuntimeUnloaded as exc:
+                raise CustomLLMError(503, str(exc)) from exc
+            except ReaderError as exc:
+                raise CustomLLMError(400, f"embedded model cannot read {reader!r}: {exc}"
+                                     ) from exc
+            except Exception as exc:
+                raise CustomLLMError(500, f"embedded model failed: {exc}") from exc
+            data.append({"object": "embedding", "index": index, "embedding": vector.tolist()})
+            prompt_tokens += int(states.shape[0])
         response = EmbeddingResponse(
             model=_reported_model(model), data=data,
             usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=0,

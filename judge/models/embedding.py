@@ -60,8 +60,11 @@ class EmbeddingCalls(CallCore):
             return served.model, {"pooling": served.pooling, "normalized": served.normalized}
         # an earlier layer's hidden state (the embedded provider's ``layers``): another vector,
         # so another call; absent when the model's last layer is read, as before it existed
-        layers = self.config.probe_layers
-        return self.config.model, ({} if layers is None else {"layers": layers})
+        layers, reader = self.config.probe_layers, self.config.probe_reader
+        params: dict[str, Any] = {} if layers is None else {"layers": layers}
+        if reader != "last":  # pooled tokens (judge.models.readers): another vector
+            params["reader"] = reader
+        return self.config.model, params
 
     async def _listing_problem(self) -> str:
         """Asked once per client, before its first vector from an endpoint; a failure to list
@@ -77,7 +80,7 @@ class EmbeddingCalls(CallCore):
         return problem
 
     async def embed(
-        self, prompt: RenderedPrompt, purpose: str, run_id: str | None
+        self, prompt: RenderedPrompt, purpose: str, run_id: str | None, claim: str | None = None
     ) -> tuple[Any, str]:
         """The hidden state of the prompt's last token (``prompt.as_text()``, no chat
         template) as a float16 vector, and the call id. Stored with the call, so replay and
@@ -95,13 +98,13 @@ class EmbeddingCalls(CallCore):
             replay_failure(stored, call_id, purpose)
         result: tuple[Any, str] = await self._once(
             call_id, lambda _: self._embed_call(prompt, schema, call_id, purpose, run_id, params,
-                                                model),
+                                                model, claim),
             prompt, 0)
         return result
 
     async def _embed_call(
         self, prompt: RenderedPrompt, schema: dict[str, Any], call_id: str, purpose: str,
-        run_id: str | None, params: dict[str, Any], model: str,
+        run_id: str | None, params: dict[str, Any], model: str, claim: str | None = None,
     ) -> tuple[Any, str]:
         import litellm
 
@@ -112,7 +115,10 @@ class EmbeddingCalls(CallCore):
         served = self.config.probe_endpoint
         text = prompt.as_text()
         if served is None:
-            where = {**params, **self.endpoint()}  # the embedded provider reads ``layers``
+            # the embedded provider reads ``layers``, and with a ``reader`` the claim whose
+            # tokens it pools (the claim is in the prompt, so in the call's identity already)
+            where = {**params, **self.endpoint(),
+                     **({"reader_claim": claim} if "reader" in params else {})}
         else:
             # a served model reads control tokens in its input as the embedded one would,
             # had its provider not broken them (judge.models.control_tokens)

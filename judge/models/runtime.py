@@ -129,7 +129,7 @@ class Runtime:
         # a copy of the model cut after block N, in a runtime of its own: see load()).
         params.embedding = True
         # token_states: every token's state (llama.cpp's /embedding route, pooling none), of
-        # which the last row is the LAST pooling's vector to the bit (judge.decide.readers)
+        # which the last row is the LAST pooling's vector to the bit (judge.models.readers)
         params.pooling_type = (xlc.llama_pooling_type.LLAMA_POOLING_TYPE_NONE if token_states
                                else xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST)
         params.embd_normalize = -1

@@ -185,7 +185,7 @@ def test_every_field_is_in_exactly_one_of_the_two_types() -> None:
     # every versioned field changes the id when it leaves its default
     exercised = {"model"} | set(CHANGED) | {"strategy", "excerpts", "score_model",
                                             "domain_rules", "probe_head", "probe_layers",
-                                            "probe_endpoint", "probe_excerpt_chars"}
+                                            "probe_endpoint", "probe_excerpt_chars", "probe_reader"}
     assert exercised == versioned
 
 
@@ -209,7 +209,7 @@ def test_neutral_values_are_the_defaults() -> None:
                             "review_support_below", "score_model", "domain_rules",
                             "require_generator", "context_tokens", "excerpts", "one_call",
                             "probe_head", "probe_layers", "probe_endpoint", "split_atomic",
-                            "reuse_instructions", "probe_excerpt_chars"}
+                            "reuse_instructions", "probe_excerpt_chars", "probe_reader"}
     for name, value in neutral.items():
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value

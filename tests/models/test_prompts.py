@@ -87,7 +87,7 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "require_generator": True, "one_call": True, "split_atomic": True,
                "reuse_instructions": True,
                "probe_head": {"file": "head.json", "sha256": "ab" * 32},
-               "probe_layers": 21, "probe_excerpt_chars": 1500,
+               "probe_layers": 21, "probe_excerpt_chars": 1500, "probe_reader": "claim_mean",
                "probe_endpoint": {"model": "openai/served-7b", "pooling": "last",
                                   "normalized": False},
                "domain_rules": {"begin": {

@@ -21,32 +21,15 @@ from typing import Any
 
 import numpy as np
 
-#: the reader of every head before readers existed: the last token's state
-LAST = "last"
-PARTS = ("claim", "evidence")
-POOLINGS = ("mean", "max")
-READERS = (LAST, *(f"{part}_{pooling}" for part in PARTS for pooling in POOLINGS))
+from judge.config.probe import LAST, READERS, ReaderError, parse_readers
+
+__all__ = ["LAST", "READERS", "ReaderError", "Spans", "parse_readers", "pool", "prompt_spans",
+           "token_offsets", "tokens_in"]
 
 #: where a probe prompt's parts are (``probe_claim`` v1 and v2): the evidence block opens
 #: with this line, and the claim follows this label
 EVIDENCE_OPENS = "Evidence:\n"
 CLAIM_OPENS = "Claim: "
-
-
-class ReaderError(ValueError):
-    """A reader cannot be read from this prompt or these states (fails closed)."""
-
-
-def parse_readers(spec: str) -> tuple[str, ...]:
-    """``"last+claim_mean"`` → ``("last", "claim_mean")``; refuses unknown or repeated names."""
-    names = tuple(part.strip() for part in spec.split("+"))
-    unknown = [n for n in names if n not in READERS]
-    if unknown or not names:
-        raise ReaderError(f"unknown probe reader(s) {unknown or [spec]}: a reader is one of "
-                          f"{', '.join(READERS)}, several joined by '+'")
-    if len(set(names)) != len(names):
-        raise ReaderError(f"probe reader {spec!r} names a reader twice")
-    return names
 
 
 def piece_bytes(piece: Any) -> bytes:

@@ -1,0 +1,277 @@
+"""Which reader of the model's state, which weighting of the pool and which L2 strength
+transfer to data the head was not fitted on (issue 49): every figure out of fold, from the
+shards of research/collect_readers.py, 0 model calls.
+
+    python research/readers_transfer.py [--vectors research/vectors/L21 ...]
+        [--readers last claim_mean last+claim_mean ...] [--weightings dataset+label ...]
+        [--lambdas 100 1000 10000] [--output research/reports/readers_transfer_L21.json]
+
+For each candidate (reader or readers concatenated, weighting of judge.fitting.weights, L2
+strength), on the claims collected so far:
+
+- **leave one dataset out**: a head fitted on every other dataset of the pool, read on the
+  dataset left out: binary balanced accuracy (the head's label is ``supported`` or not, against
+  the person's), ROC AUC of P(supported), and 4-label balanced accuracy on the datasets whose
+  people gave three or more labels;
+- **10 folds grouped by source document or conversation** over the whole pool
+  (judge.fitting.split.bucket of the group, as the product's fit): the same figures per
+  dataset.
+
+Each figure carries a 95% interval: a bootstrap over the dataset's groups (seeded) for the
+balanced accuracies, Hanley-McNeil for the AUC. The choice is made on the leave-one-dataset-out
+figures (their mean over datasets of the binary balanced accuracy first, then of the AUC);
+fresh_check.jsonl and OCNLI are never read here.
+
+SummEdits' people said only "consistent" or "inconsistent": its inconsistent summaries are
+fitted as the label *set* {contradicted, not_in_source} (judge.fitting.logistic, ``allowed``)
+and measured binary only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shlex
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+ROOT = Path(__file__).resolve().parent
+REPO = ROOT.parent
+sys.path.insert(0, str(REPO))
+
+from calibration.stats import roc_auc  # noqa: E402
+from judge.evaluation.gold import read_gold  # noqa: E402
+from judge.fitting.items import group_of  # noqa: E402
+from judge.fitting.logistic import fit_standardised  # noqa: E402
+from judge.fitting.split import bucket  # noqa: E402
+from judge.fitting.weights import pool_weights  # noqa: E402
+from judge.models.readers import parse_readers  # noqa: E402
+from judge.verdicts import LABELS  # noqa: E402
+from research.collect_readers import POOL  # noqa: E402
+
+SUPPORTED = LABELS.index("supported")
+#: datasets whose people judged supported or not only
+BINARY_ONLY = ("summedits",)
+#: datasets measured per document (many claims a document)
+PER_DOCUMENT = ("summedits",)
+NOT_SUPPORTED_SET = ("contradicted", "not_in_source")
+
+
+@dataclass
+class Pool:
+    ids: list[str]
+    datasets: np.ndarray
+    groups: list[str]
+    y: np.ndarray          # label index (SummEdits: its hint, never a person's label)
+    classes: list[str]     # the person's class (SummEdits: supported / not_supported)
+    allowed: np.ndarray    # n x labels
+    vectors: dict[str, np.ndarray]
+
+    def x(self, readers: str) -> np.ndarray:
+        return np.hstack([self.vectors[r] for r in parse_readers(readers)]).astype(np.float64)
+
+
+def load_pool(folders: list[Path], gold: list[Path]) -> Pool:
+    meta: dict[str, tuple[str, str, str]] = {}
+    for path in gold:
+        for entry in read_gold(path).entries:
+            item = entry.item
+            meta[item.id] = (item.dataset or path.stem, item.label,
+                             group_of(item.id, item.answer_id, item.id))
+    parts: dict[str, list[np.ndarray]] = {}
+    ids: list[str] = []
+    for folder in folders:
+        seen: set[str] = set()
+        for shard in sorted(folder.glob("shard-*.npz")):
+            with np.load(shard) as data:
+                keep = [k for k, i in enumerate(data["ids"]) if str(i) in meta
+                        and str(i) not in seen]
+                seen.update(str(data["ids"][k]) for k in keep)
+                if folder == folders[0]:
+                    ids += [str(data["ids"][k]) for k in keep]
+                for name in data.files:
+                    if data[name].ndim == 2:
+                        key = name if folder == folders[0] else f"{folder.name}:{name}"
+                        parts.setdefault(key, []).append(data[name][keep])
+    vectors = {k: np.vstack(v) for k, v in parts.items()}
+    datasets = np.array([meta[i][0] for i in ids])
+    labels = [meta[i][1] for i in ids]
+    classes = [("supported" if lab == "supported" else "not_supported") if ds in BINARY_ONLY
+               else lab for ds, lab in zip(datasets, labels, strict=True)]
+    allowed = np.zeros((len(ids), len(LABELS)), dtype=bool)
+    for k, (cls, lab) in enumerate(zip(classes, labels, strict=True)):
+        for name in (NOT_SUPPORTED_SET if cls == "not_supported" else (lab,)):
+            allowed[k, LABELS.index(name)] = True
+    return Pool(ids, datasets, [meta[i][2] for i in ids],
+                np.array([LABELS.index(lab) for lab in labels]), classes, allowed, vectors)
+
+
+def fit_predict(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarray, lam: float,
+                weighting: str) -> np.ndarray:
+    """P(label) of the held claims from a head fitted on the rest."""
+    xr = x[rest]
+    mu, sd = xr.mean(0), xr.std(0)
+    sd = np.where(sd > 1e-8, sd, 1.0)
+    w = pool_weights([str(d) for d in pool.datasets[rest]], [pool.classes[i] for i in rest],
+                     [LABELS[pool.y[i]] for i in rest], [pool.groups[i] for i in rest],
+                     weighting, PER_DOCUMENT)
+    coef = fit_standardised((xr - mu) / sd, pool.y[rest], lam, weight=w,
+                            allowed=pool.allowed[rest])
+    s = np.hstack([(x[held] - mu) / sd, np.ones((len(held), 1))]) @ coef
+    p = np.exp(s - s.max(1, keepdims=True))
+    return p / p.sum(1, keepdims=True)  # type: ignore[no-any-return]
+
+
+def balanced(pred: np.ndarray, truth: np.ndarray) -> float:
+    kinds = sorted(set(truth.tolist()))
+    return float(np.mean([(pred[truth == k] == k).mean() for k in kinds]))
+
+
+def group_bootstrap(values: Any, groups: list[str], draws: int = 200, seed: int = 0
+                    ) -> tuple[float, float]:
+    """95% interval of ``values(rows)`` over a bootstrap of whole groups."""
+    rng = np.random.default_rng(seed)
+    names = sorted(set(groups))
+    rows_of: dict[str, list[int]] = {}
+    for k, g in enumerate(groups):
+        rows_of.setdefault(g, []).append(k)
+    out = []
+    for _ in range(draws):
+        pick = rng.integers(len(names), size=len(names))
+        rows = np.concatenate([rows_of[names[j]] for j in pick])
+        v = values(rows)
+        if np.isfinite(v):
+            out.append(v)
+    if not out:
+        return float("nan"), float("nan")
+    return float(np.percentile(out, 2.5)), float(np.percentile(out, 97.5))
+
+
+def figures(pool: Pool, rows: np.ndarray, probs: np.ndarray) -> dict[str, Any]:
+    """The figures of one dataset's claims ``rows`` given their probabilities."""
+    y = pool.y[rows]
+    supported = y == SUPPORTED
+    pred = probs.argmax(1)
+    said_supported = pred == SUPPORTED
+    groups = [pool.groups[i] for i in rows]
+
+    def binary(r: np.ndarray) -> float:
+        s, t = said_supported[r], supported[r]
+        if t.all() or not t.any():
+            return float("nan")
+        return float((s[t].mean() + (~s[~t]).mean()) / 2)
+
+    out: dict[str, Any] = {"n": int(len(rows))}
+    every = np.arange(len(rows))
+    out["binary_ba"] = [round(binary(every), 4), *map(lambda v: round(v, 4),
+                                                       group_bootstrap(binary, groups))]
+    a = roc_auc(probs[supported, SUPPORTED], probs[~supported, SUPPORTED])
+    out["auc"] = [round(a.value, 4), round(a.ci_low, 4), round(a.ci_high, 4)]
+    dataset = str(pool.datasets[rows[0]])
+    if dataset not in BINARY_ONLY and len(set(y.tolist())) >= 3:
+        def four(r: np.ndarray) -> float:
+            return balanced(pred[r], y[r]) if len(set(y[r].tolist())) >= 2 else float("nan")
+        out["four_ba"] = [round(four(every), 4), *map(lambda v: round(v, 4),
+                                                     group_bootstrap(four, groups))]
+        if (y == LABELS.index("contradicted")).any():
+            c = y == LABELS.index("contradicted")
+            out["contradicted_recall"] = round(float((pred[c] == y[c]).mean()), 4)
+    return out
+
+
+def evaluate(pool: Pool, readers: str, weighting: str, lam: float) -> dict[str, Any]:
+    x = pool.x(readers)
+    names = sorted(set(pool.datasets.tolist()))
+    started = time.perf_counter()
+    lodo: dict[str, Any] = {}
+    for ds in names:
+        held = np.flatnonzero(pool.datasets == ds)
+        rest = np.flatnonzero(pool.datasets != ds)
+        lodo[ds] = figures(pool, held, fit_predict(pool, x, rest, held, lam, weighting))
+    fold = np.array([bucket(g, 0) % 10 for g in pool.groups])
+    probs = np.zeros((len(pool.ids), len(LABELS)))
+    for f in range(10):
+        held, rest = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
+        probs[held] = fit_predict(pool, x, rest, held, lam, weighting)
+    folds = {ds: figures(pool, np.flatnonzero(pool.datasets == ds),
+                         probs[pool.datasets == ds]) for ds in names}
+    return {"readers": readers, "weighting": weighting, "l2": lam, "dim": int(x.shape[1]),
+            "seconds": round(time.perf_counter() - started, 1),
+            "lodo": lodo, "folds": folds, "summary": summary(lodo, folds)}
+
+
+def summary(lodo: dict[str, Any], folds: dict[str, Any]) -> dict[str, float]:
+    def mean(block: dict[str, Any], key: str) -> float:
+        vals = [v[key][0] for v in block.values() if key in v and np.isfinite(v[key][0])]
+        return round(float(np.mean(vals)), 4) if vals else float("nan")
+
+    return {"lodo_binary_ba": mean(lodo, "binary_ba"), "lodo_auc": mean(lodo, "auc"),
+            "lodo_four_ba": mean(lodo, "four_ba"), "lodo_min_binary_ba": round(min(
+                v["binary_ba"][0] for v in lodo.values()), 4),
+            "folds_binary_ba": mean(folds, "binary_ba"), "folds_auc": mean(folds, "auc"),
+            "folds_four_ba": mean(folds, "four_ba")}
+
+
+def line(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    per = " ".join(f"{ds[:8]}={v['binary_ba'][0]:.2f}/{v['auc'][0]:.2f}"
+                   for ds, v in result["lodo"].items())
+    return (f"{result['readers']:<34} {result['weighting']:<13} l2={result['l2']:<7g} "
+            f"LODO bin {s['lodo_binary_ba']:.3f} auc {s['lodo_auc']:.3f} 4-lab "
+            f"{s['lodo_four_ba']:.3f} | folds bin {s['folds_binary_ba']:.3f} auc "
+            f"{s['folds_auc']:.3f} 4-lab {s['folds_four_ba']:.3f} | {per}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--vectors", type=Path, nargs="+",
+                        default=[ROOT / "vectors" / "L21"])
+    parser.add_argument("--gold", type=Path, nargs="+", default=POOL)
+    parser.add_argument("--readers", nargs="+", default=[
+        "last", "claim_mean", "claim_max", "evidence_mean", "last+claim_mean",
+        "last+claim_max", "claim_mean+claim_max", "last+claim_mean+evidence_mean"])
+    parser.add_argument("--weightings", nargs="+", default=["label", "dataset+label"])
+    parser.add_argument("--lambdas", type=float, nargs="+", default=[300.0, 3000.0])
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    for path in args.gold:
+        if "fresh_check" in path.name or "ocnli" in path.name:
+            parser.error(f"{path} is held back or measure-only: never read here")
+    pool = load_pool(args.vectors, args.gold)
+    print(f"{len(pool.ids)} claims collected: {dict(Counter(pool.datasets.tolist()))}",
+          flush=True)
+    results = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for readers in args.readers:
+            for weighting in args.weightings:
+                for lam in args.lambdas:
+                    result = evaluate(pool, readers, weighting, lam)
+                    results.append(result)
+                    print(line(result), flush=True)
+    best = max(results, key=lambda r: (r["summary"]["lodo_binary_ba"],
+                                       r["summary"]["lodo_auc"]))
+    print("chosen on leave-one-dataset-out:", line(best))
+    if args.output:
+        report = {
+            "command": "python " + " ".join(shlex.quote(a) for a in
+                                             ["research/readers_transfer.py", *(argv or
+                                                                                sys.argv[1:])]),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "n": len(pool.ids), "per_dataset": dict(Counter(pool.datasets.tolist())),
+            "ids_sha256": hashlib.sha256("\n".join(sorted(pool.ids)).encode()).hexdigest(),
+            "results": results, "chosen": {k: best[k] for k in ("readers", "weighting", "l2")}}
+        args.output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

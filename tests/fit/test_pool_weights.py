@@ -1,0 +1,105 @@
+"""The weighting of a pool of gold datasets (judge.fitting.weights) is what its docstring and
+docs/probe.md say, on a seeded synthetic pool; a person's label that names a set of labels
+(SummEdits: "inconsistent") is fitted as the probability of the set."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from judge.fitting.logistic import fit_standardised
+from judge.fitting.weights import pool_weights
+from judge.verdicts import LABELS
+
+
+def synthetic_pool(seed: int = 3) -> tuple[list[str], list[str], list[str], list[str]]:
+    rng = np.random.default_rng(seed)
+    datasets, classes, labels, groups = [], [], [], []
+    plan = {"big": (600, ["supported", "not_in_source"]),
+            "small": (40, ["supported", "contradicted", "not_in_source", "not_verifiable"]),
+            "edits": (300, ["supported", "not_supported"])}
+    for name, (size, kinds) in plan.items():
+        for i in range(size):
+            kind = kinds[int(rng.integers(len(kinds)))]
+            datasets.append(name)
+            classes.append(kind)
+            labels.append(kind if kind != "not_supported"
+                          else ("contradicted" if rng.random() < 0.6 else "not_in_source"))
+            # edits: a few documents of very different sizes
+            groups.append(f"{name}:{int(rng.integers(5)) ** 2 if name == 'edits' else i}")
+    return datasets, classes, labels, groups
+
+
+def totals(weight: np.ndarray, keys: list[str]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for w, k in zip(weight, keys, strict=True):
+        out[k] += float(w)
+    return dict(out)
+
+
+def test_dataset_weighting_gives_each_dataset_class_and_document_its_share() -> None:
+    datasets, classes, labels, groups = synthetic_pool()
+    w = pool_weights(datasets, classes, labels, groups, "dataset", per_document=["edits"])
+    assert w.mean() == pytest.approx(1.0) and (w > 0).all()
+    per_dataset = totals(w, datasets)
+    assert np.allclose(list(per_dataset.values()), per_dataset["big"])
+    for name in per_dataset:
+        rows = [i for i, d in enumerate(datasets) if d == name]
+        per_class = totals(w[rows], [classes[i] for i in rows])
+        assert np.allclose(list(per_class.values()), next(iter(per_class.values())))
+    for kind in ("supported", "not_supported"):
+        rows = [i for i, (d, c) in enumerate(zip(datasets, classes, strict=True))
+                if d == "edits" and c == kind]
+        per_doc = totals(w[rows], [groups[i] for i in rows])
+        assert len(per_doc) > 1 and np.allclose(list(per_doc.values()),
+                                                next(iter(per_doc.values())))
+    # without per_document the items of a class weigh alike, whatever their document
+    flat = pool_weights(datasets, classes, labels, groups, "dataset")
+    rows = [i for i, (d, c) in enumerate(zip(datasets, classes, strict=True))
+            if d == "edits" and c == "supported"]
+    assert np.allclose(flat[rows], flat[rows[0]])
+
+
+def test_label_totals_are_equal_under_label_and_dataset_label() -> None:
+    datasets, classes, labels, groups = synthetic_pool()
+    for scheme in ("label", "dataset+label"):
+        w = pool_weights(datasets, classes, labels, groups, scheme, per_document=["edits"])
+        per_label = totals(w, labels)
+        assert set(per_label) == set(LABELS)
+        assert np.allclose(list(per_label.values()), per_label["supported"])
+        assert w.mean() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="unknown weighting"):
+        pool_weights(datasets, classes, labels, groups, "documents")
+
+
+def test_a_label_set_is_fitted_as_the_probability_of_the_set() -> None:
+    rng = np.random.default_rng(11)
+    n = 400
+    z = rng.normal(size=(n, 3))
+    supported = z[:, 0] > 0
+    contradicted = ~supported & (z[:, 1] > 0)
+    y = np.where(supported, 0, np.where(contradicted, LABELS.index("contradicted"),
+                                        LABELS.index("not_in_source")))
+    onehot = np.eye(len(LABELS), dtype=bool)[y]
+    # the default (one label) and an explicit one-label mask are the same fit
+    assert np.allclose(fit_standardised(z, y, 1.0),
+                       fit_standardised(z, y, 1.0, allowed=onehot), atol=1e-6)
+    # half the not-supported items only say "not supported": their set is both labels
+    allowed = onehot.copy()
+    vague = ~supported & (rng.random(n) < 0.5)
+    allowed[vague, LABELS.index("contradicted")] = True
+    allowed[vague, LABELS.index("not_in_source")] = True
+    w = fit_standardised(z, y, 1.0, weight=np.ones(n), allowed=allowed)
+    s = np.hstack([z, np.ones((n, 1))]) @ w
+    p = np.exp(s - s.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    assert ((p[:, 0] > 0.5) == supported).mean() > 0.95
+    # the exact items still teach contradicted apart from not_in_source
+    exact = ~supported & ~vague
+    pred = np.where(p[:, LABELS.index("contradicted")] > p[:, LABELS.index("not_in_source")],
+                    LABELS.index("contradicted"), LABELS.index("not_in_source"))
+    assert (pred[exact] == y[exact]).mean() > 0.9
+    with pytest.raises(ValueError, match="at least one allowed label"):
+        fit_standardised(z, y, 1.0, allowed=np.zeros_like(onehot))
