@@ -232,3 +232,20 @@ def test_the_check_subsets_are_nested_and_drawn_from_the_check_part_only() -> No
 
 
 
+
+
+def test_a_source_repeated_whole_is_read_once_and_a_clash_is_an_error(tmp_path: Path) -> None:
+    other = {"id": "S1", "text": "Another text under the same id."}
+    path = write_jsonl(tmp_path / "gold.jsonl", [
+        item(1, sources=SRC + SRC),            # an upstream set listed its passage twice
+        item(2, sources=SRC + [other]),        # the same id with other content
+    ])
+    gold = read_gold(path)
+    assert [e.item.id for e in gold.entries] == ["g1"]
+    assert gold.entries[0].item.sources[0].text == SRC[0]["text"]
+    assert len(gold.entries[0].item.sources) == 1
+    assert [(p.line, p.kind) for p in gold.problems] == [(1, "warning"), (2, "error")]
+    assert "repeated whole" in gold.problems[0].message
+    assert "different content" in gold.problems[1].message
+    conv = gold_to_records(gold.entries)
+    assert len(conv.records[0]["sources"]) == 1
