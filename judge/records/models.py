@@ -28,6 +28,8 @@ MAX_SOURCE_CHARS = 2_000_000
 MAX_SOURCES = 200
 MAX_CLAIMS = 500
 MAX_ID_CHARS = 200
+#: Source ids are often URLs (a cited page), longer than an answer id needs to be.
+MAX_SOURCE_ID_CHARS = 2000
 #: A domain tag (and the name of a per-domain decision rule in a judge config): a letter or
 #: digit, then letters, digits and ``_ . : -`` (``begin``, ``support-tickets``, ``review:q1``).
 DOMAIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
@@ -61,7 +63,7 @@ class Citation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    source: str = Field(min_length=1, max_length=MAX_SOURCE_ID_CHARS)
     quote: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
     path: str | None = Field(default=None, max_length=1000)
 
@@ -80,7 +82,7 @@ class Source(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    id: str = Field(min_length=1, max_length=MAX_SOURCE_ID_CHARS)
     title: str | None = Field(default=None, max_length=2000)
     text: str | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
     json_doc: Any = Field(default=None, alias="json")

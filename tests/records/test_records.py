@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_records
 from judge.records.models import MAX_LINE_BYTES
 from tests.conftest import write_jsonl
@@ -77,3 +79,16 @@ def test_json_sources_keep_their_document() -> None:
         {"answer": "hr 61", "sources": [{"id": "s.json", "json": {"metrics": [{"value": 61}]}}]}
     )
     assert rec.sources[0].is_json and '"value": 61' in rec.sources[0].content
+
+
+def test_a_long_url_is_a_source_id_and_its_citation() -> None:
+    from judge.records import AnswerRecord
+
+    url = "https://example.org/" + "a/" * 140  # 300 characters
+    record = AnswerRecord.model_validate({
+        "id": "u1", "answer": "The page says so.", "sources": [{"id": url, "text": "It says so."}],
+        "claims": [{"text": "The page says so.", "citations": [url]}]})
+    assert record.sources[0].id == url and len(url) == 300
+    with pytest.raises(ValueError, match="2000"):
+        AnswerRecord.model_validate({"id": "u2", "answer": "x.",
+                                     "sources": [{"id": "h" * 2001, "text": "x."}]})
