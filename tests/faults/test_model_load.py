@@ -21,14 +21,15 @@ from tests.models.test_gguf_layers import toy_gguf
 from tests.models.test_model_bytes import flip
 
 
-def run(work: Path, settings: str = "", **environ: str) -> tuple[int, str]:
+def run(work: Path, settings: str = "", timeout: float = 300, **environ: str
+        ) -> tuple[int, str]:
     write_records(work / "in.jsonl")
     (work / "judge.toml").write_text(
         f'[judge]\nmodel = "{embedded.EMBEDDED_MODEL}"\n{settings}', encoding="utf-8")
     variables = {k: v for k, v in env().items() if k != embedded.ENV_GGUF}
     proc = subprocess.run(
         [sys.executable, "-m", "judge", "run", "in.jsonl", "--db", "judge.db", "--json"],
-        cwd=work, env={**variables, "COLUMNS": "4000", **environ}, capture_output=True, text=True, timeout=300)
+        cwd=work, env={**variables, "COLUMNS": "4000", **environ}, capture_output=True, text=True, timeout=timeout)
     return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
 
 
@@ -148,7 +149,8 @@ def test_the_real_cut_edited_with_its_marker_rewritten_is_refused_and_deleted(
     for at in range(8):  # 64 bits, in the middle of the blocks' weights
         flip(cut, middle + at)
     model_bytes.write_marker(cut, model_bytes.sha256_file(cut))
-    code, out = run(tmp_path, CLAIM_JUDGE_CACHE=str(cache))
+    # hashing both files (2 GB) takes minutes on a busy machine
+    code, out = run(tmp_path, timeout=1200, CLAIM_JUDGE_CACHE=str(cache))
     assert code == 64, out[-2000:]
     assert str(cut) in out and "not the cut of the verified model" in out and "run again" in out
     assert stored_answers(tmp_path / "judge.db") == 0
