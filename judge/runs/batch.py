@@ -38,6 +38,7 @@ from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
 from judge.models.budget import Limits
 from judge.models.client import CallStore, ModelClient, RunStopped
+from judge.models.prefix_files import record_in
 from judge.models.preflight import ensure_loadable
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
@@ -47,6 +48,7 @@ from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
 from judge.store.leases import LEASE_SECONDS
+from judge.store.prefix_states import PrefixStates
 from judge.version import register
 
 log = logging.getLogger(__name__)
@@ -78,9 +80,13 @@ def build_pipeline(
     config: JudgeConfig, store: Store | None, replay: bool = False,
     limits: Limits | None = None, calls: CallStore | None = None,
 ) -> Pipeline:
-    """``calls``: where the model client keeps its calls (default: the store itself)."""
+    """``calls``: where the model client keeps its calls (default: the store itself). The
+    embedded runtime records the instructions' states it saves in ``store``, and restores
+    only those recorded there (judge.models.prefix_files)."""
     client = ModelClient(config, calls if calls is not None else store, replay=replay,
                          limits=limits)
+    if store is not None and store.path is not None and not replay:
+        record_in(PrefixStates(store.path))
     pipeline = Pipeline(config, client)
     if store is not None:
         register(store, config, pipeline.root)

@@ -542,6 +542,17 @@ def m013_operating_point_score(db: sqlite_utils.Database) -> None:
     db.table("operating_points").add_column("score", str)
 
 
+@migration
+def m014_prefix_states(db: sqlite_utils.Database) -> None:
+    """The sha256 of each instructions' state the embedded runtime saved to disk
+    (:mod:`judge.models.prefix_files`), by the file's name, recorded when it was evaluated
+    and saved: a state is restored only when its bytes hash to this, never to anything
+    written beside it (:mod:`judge.store.prefix_states`)."""
+    db.table("prefix_states").create(
+        {"name": str, "sha256": str, "recorded_at": str}, pk="name"
+    )
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
