@@ -29,9 +29,9 @@ def sample_size(stratum_size: int, rate: float, minimum: int) -> int:
 def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_id: str,
                 idx: int, subject: str) -> tuple[Any, ...]:
     """Sort key of a queue item under ``order`` (:data:`judge.review.queue.ORDERS`): ``risk``
-    reads flagged items by falling :func:`judge.review.queue.risk` (category rank, then input order, break ties), then the
-    passed claims nearest the threshold, and the sampled passes last; ``priority`` reads by
-    category rank, then input order."""
+    reads flagged items by falling :func:`judge.review.queue.risk` (category rank, then input
+    order, break ties), then the passed claims nearest the threshold, and the sampled passes
+    last; ``priority`` reads by category rank, then input order."""
     if order == "risk":
         group = PASSED_STRATA.index(stratum) + 1 if stratum in PASSED_STRATA else 0
         return (group, -risk_value, rank, answer_id, idx, subject)
