@@ -42,6 +42,7 @@ from judge.runs.batch import BatchInput, Progress, run_batch
 from judge.runs.loop import run_sync
 from judge.runs.options import JudgeOptions, ResolvedOptions
 from judge.runs.summary import RunSummary
+from judge.split.uncited import read_uncited as _read_uncited
 from judge.store import Store, opened
 from judge.verdicts import AnswerStatus, Verdict
 
@@ -187,7 +188,7 @@ def judge_as(
     """:func:`judge_answers` with the run labelled ``purpose`` (the HTTP service's ``api``);
     not part of the public surface."""
     return _judge(_records_input(records), "record", config, db,
-                  ResolvedOptions.of(options, "raise"), purpose)
+                  ResolvedOptions.of(options, "raise"), purpose, read_uncited=True)
 
 
 def judge_file_as(
@@ -202,7 +203,7 @@ def judge_file_as(
     batch = read_jsonl(path)
     name = str(path) if isinstance(path, str | Path) else "stream"
     return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db,
-                  ResolvedOptions.of(options, "skip"), purpose)
+                  ResolvedOptions.of(options, "skip"), purpose, read_uncited=True)
 
 
 def _records_input(
@@ -230,11 +231,19 @@ def _judge(
     db: str | Path | Store | None,
     options: ResolvedOptions,
     purpose: str,
+    read_uncited: bool = False,
 ) -> JudgeResults:
+    """``read_uncited``: the batch is the user's input, whose answers that cite nothing are
+    read under the config's ``uncited`` setting (:mod:`judge.split.uncited`); gold items and
+    the answers a drift judges again are read as they are."""
     on_error, spread = options.on_error, options.spread
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     cfg = _config(config, concurrency=options.concurrency)
+    if read_uncited:
+        batch = replace(batch, items=[
+            AcceptedLine(i.line, _read_uncited(i.record, cfg.uncited))
+            if isinstance(i, AcceptedLine) else i for i in batch.items])
     offset = 1 if what == "record" else 0
     with _store(db) as store:
         if offset:  # stored line numbers are 1-based positions

@@ -98,12 +98,15 @@ def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
 def preflight(config: JudgeConfig, db: Path | None = None) -> None:
     """Stop before anything is stored when the judge cannot run as configured
     (:func:`judge.models.preflight.preflight`): no key, an unknown model string, the embedded
-    model missing, nothing answering at ``api_base``; exit 64 for the config, 1 for an
-    endpoint that does not answer."""
+    model missing, nothing answering at ``api_base``; or when a run would fail or pin a
+    setting its strategy does not read (:func:`judge.plan.check_plan`); exit 64 for the
+    config, 1 for an endpoint that does not answer."""
     from judge.models.preflight import SetupError
     from judge.models.preflight import preflight as check
+    from judge.plan import check_plan
 
     try:
+        check_plan(config)
         check(config, db)
     except SetupError as exc:
         for finding in exc.findings:

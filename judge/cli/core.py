@@ -68,6 +68,10 @@ def run(
         None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
     workers: int | None = typer.Option(
         None, "--workers", min=1, help="Ray workers (default: one per CPU of the cluster)."),
+    uncited: str | None = typer.Option(
+        None, "--uncited", help="What an answer with no citation at all cites: all_sources "
+        "(each claim is checked against every source; the default) or missing_citation "
+        "(each claim is flagged missing_citation). Overrides the config's uncited."),
 ) -> None:
     """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
 
@@ -86,7 +90,10 @@ def run(
         _refuse_other_formats(input)
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
-    cfg = load_config(config, model=model, api_base=api_base, concurrency=concurrency)
+    if uncited not in (None, "all_sources", "missing_citation"):
+        usage_error(f"--uncited must be all_sources or missing_citation, not {uncited!r}")
+    cfg = load_config(config, model=model, api_base=api_base, concurrency=concurrency,
+                      uncited=uncited)
     preflight(cfg, db)  # before anything is stored: the setup (keys, endpoint, store)
     from judge.decide.probe_head import ProbeHeadError
     from judge.models.embedded import ModelUnavailable
@@ -124,6 +131,9 @@ def run(
         print_json(summary.as_dict())
     else:
         print_summary(summary)
+    flood = summary.flood()
+    if flood and not as_json:
+        console.print(f"[yellow]note:[/] {escape(flood)}")
     stale = summary.stale_warning(db)
     if stale:
         console.print(f"[yellow]warning:[/] {escape(stale)}")
@@ -174,6 +184,8 @@ def print_summary(s: RunSummary) -> None:
         ("labels", ", ".join(f"{k} {v}" for k, v in s.labels.items()) or "-"),
         ("subtypes", ", ".join(f"{k} {v}" for k, v in s.subtypes.items()) or "-"),
         ("flagged for review", str(s.flagged)),
+        ("flagged by reason",
+         ", ".join(f"{k} {v}" for k, v in s.flag_reasons.most_common()) or "-"),
         ("judge errors", str(s.judge_errors)),
         ("refused answers (self-grading)", str(len(s.refused_answers))),
         ("rejected lines", str(len(s.rejected_lines))),

@@ -3,7 +3,7 @@ the provider is, how long to wait, how often to try again, how much runs at once
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +36,12 @@ class OperationalSettings(BaseModel):
     #: across all calls in flight; with the Ray executor each worker takes an equal share
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
+    #: how a run reads an input answer that cites nothing (no marker, no citation on a given
+    #: claim) and does not say (the record's ``uncited``): "all_sources" cites every source,
+    #: "missing_citation" reads it as it is (each claim flagged ``missing_citation``). Not
+    #: part of the judge version: the choice is written into the record the run stores
+    #: (judge.split.uncited).
+    uncited: Literal["all_sources", "missing_citation"] = "all_sources"
     #: the review queue's target recall and learning settings (the ``[review]`` table)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
 

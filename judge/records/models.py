@@ -160,10 +160,12 @@ class AnswerRecord(BaseModel):
     reference: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS,
                                   exclude_if=lambda v: v is None)
     #: What an answer without any citation marker cites. Unset (the default): nothing, so
-    #: each claim is flagged ``missing_citation``. ``"all_sources"``: every sentence cites
-    #: every source, as a RAGAS or DeepEval row means its retrieved contexts (the peer
-    #: imports set it). Answers with markers are read by their markers either way. Left out
-    #: of the record's JSON when unset, so records without it keep their content hash.
+    #: each claim is flagged ``missing_citation`` (a run sets it on an answer that cites
+    #: nothing under its ``uncited`` setting, judge.split.uncited). ``"all_sources"``: every
+    #: sentence cites every source, as a RAGAS or DeepEval row means its retrieved contexts
+    #: (the peer imports set it). Answers with markers are read by their markers either
+    #: way. Left out of the record's JSON when unset, so records without it keep their
+    #: content hash.
     uncited: Literal["all_sources"] | None = Field(default=None, exclude_if=lambda v: v is None)
     #: Texts an importer repaired (mojibake, :mod:`judge.records.mojibake`): field path
     #: (``answer``, ``sources.C1.text``) -> the text as it came. Left out of the record's JSON

@@ -1,7 +1,8 @@
 """The queue's sampling design over classified candidates: which strata are taken whole, the
 passed claims nearest the threshold (``near_threshold``, the reviews that teach the most) and
 the seeded sample of the other passed claims, with each stratum's size, sample size and
-weight (:mod:`judge.review.queue` builds and stores the queue)."""
+weight, and the reading order (:func:`reading_key`). It imports the queue for types only:
+:mod:`judge.review.queue` builds and stores the queue and calls :func:`draw`."""
 
 from __future__ import annotations
 
@@ -9,9 +10,32 @@ import math
 import random
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from judge.review.queue import STRATA, Candidate, QueueOptions, reading_key, sample_size
+from judge.review.triage import PASSED_STRATA
+
+if TYPE_CHECKING:  # the queue builds its candidates and options and calls draw()
+    from judge.review.queue import Candidate, QueueOptions
+
+#: The strata that partition a queue's scope (:mod:`judge.review.queue` says what each holds).
+STRATA = ("flagged", "judge_error", "refused", "near_threshold", "passed")
+
+
+def sample_size(stratum_size: int, rate: float, minimum: int) -> int:
+    """``max(minimum, ceil(rate * N))``, at most ``N``."""
+    return min(stratum_size, max(minimum, math.ceil(rate * stratum_size - 1e-9)))
+
+
+def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_id: str,
+                idx: int, subject: str) -> tuple[Any, ...]:
+    """Sort key of a queue item under ``order`` (:data:`judge.review.queue.ORDERS`): ``risk``
+    reads flagged items by falling :func:`judge.review.queue.risk` (category rank, then input
+    order, break ties), then the passed claims nearest the threshold, and the sampled passes
+    last; ``priority`` reads by category rank, then input order."""
+    if order == "risk":
+        group = PASSED_STRATA.index(stratum) + 1 if stratum in PASSED_STRATA else 0
+        return (group, -risk_value, rank, answer_id, idx, subject)
+    return (rank, answer_id, idx, subject)
 
 
 def draw(cands: Sequence[Candidate], options: QueueOptions, order: Sequence[str]

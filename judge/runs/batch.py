@@ -251,7 +251,7 @@ async def run_batch(
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
-        code=code_fingerprint(),
+        code=code_fingerprint(), uncited=config.uncited,
     )
     runner: Executor = LocalExecutor(pipeline, config)
     run = _Run(store, pipeline, run_id, gate, progress, runner, buffer, batch.domain)
@@ -364,6 +364,8 @@ def _tally(store: Store, summary: RunSummary) -> None:
         if row["subtype"]:
             summary.subtypes[row["subtype"]] += 1
         summary.flagged += int(row["review"])
+        if row["review"]:
+            summary.flag_reasons.update(set(row["review_reasons"]))
         summary.judge_errors += int(row["label"] == "judge_error")
     for row in store.run_answer_rows(summary.run_id):
         if row["status"] == "refused":
