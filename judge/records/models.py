@@ -34,18 +34,46 @@ MAX_SOURCE_ID_CHARS = 2000
 #: digit, then letters, digits and ``_ . : -`` (``begin``, ``support-tickets``, ``review:q1``).
 DOMAIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 
-#: Letters that render as nothing (Hangul fillers, the braille blank): text made only of
-#: these, whitespace and format characters (zero-width spaces, joiners, BOMs) is blank.
-_INVISIBLE = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
+#: Characters that render as nothing although they are neither spaces nor format characters:
+#: Hangul fillers, the braille blank, and Unicode's default-ignorable marks (the combining
+#: grapheme joiner, Khmer's inherent vowels, Mongolian free variation selectors and the
+#: variation selectors). Text made only of these, whitespace (U+3000 and every other Unicode
+#: space), format characters (zero-width spaces and joiners, BOMs, the soft hyphen,
+#: direction marks) and control characters is blank.
+_INVISIBLE = frozenset(
+    "\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0))))
 
 
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: whitespace, zero-width and other format or control
-    characters only."""
+    characters, and characters that render as nothing (:data:`_INVISIBLE`), only."""
     return all(
         ch.isspace() or ch in _INVISIBLE or unicodedata.category(ch) in ("Cf", "Cc", "Zs")
         for ch in text
     )
+
+
+def holds_no_values(doc: Any) -> bool:
+    """True when a JSON document states nothing: no number, boolean or string that
+    :func:`is_blank` does not call blank, at any depth. ``null``, blank strings and empty
+    objects or arrays hold no value, and keys are names, not values: ``{}``, ``[]``,
+    ``{"a": []}``, ``{"a": null}`` and ``{"a": {"b": " "}}`` are empty; ``{"a": 0}`` and
+    ``[false]`` are not."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            if not is_blank(value):
+                return False
+        elif value is not None:  # a number or a boolean
+            return False
+    return True
 
 
 def _check_id(value: str | None, what: str) -> str | None:
@@ -111,6 +139,14 @@ class Source(BaseModel):
     @property
     def is_json(self) -> bool:
         return self.json_doc is not None
+
+    @property
+    def is_empty(self) -> bool:
+        """The source states nothing (blank text, or a JSON document that holds no value):
+        nothing can be supported by it, as by a missing source (docs/records.md)."""
+        if self.text is not None:
+            return is_blank(self.text)
+        return holds_no_values(self.json_doc)
 
     @property
     def content(self) -> str:
