@@ -78,7 +78,9 @@ def run(
     Exit codes: 0 clean; 2 some lines were rejected (the rest was judged); 3 some claims
     are judge_error (they are queued for review; --retry-errors judges them again); 4 the
     run stopped (the provider failed breaker_after calls in a row, or a --max-* budget was
-    spent: what finished is stored, the same command resumes); 64 usage error; 1 any other
+    spent: what finished is stored, the same command resumes; an answer starts only when
+    its expected cost fits the budget, and the summary says about how much more would finish
+    the rest); 64 usage error; 1 any other
     fatal error. When several apply, the highest of 4, 3, 2 wins.
     """
     from judge import api

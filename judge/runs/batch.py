@@ -17,7 +17,9 @@ with different content is rejected whichever run comes first. An answer's result
 claims, verdicts, the release of its lease) is written by one store call in one transaction.
 When the model client stops the run (the circuit breaker, a budget), answers in flight finish
 or are left for the resume, the run is recorded as ``stopped`` with what finished, and
-:attr:`RunSummary.stopped` says why. ``retry_errors`` judges again the answers whose stored
+:attr:`RunSummary.stopped` says why. Under a budget an answer starts only when its expected
+cost fits (:mod:`judge.runs.budgets`), so the budget buys finished answers at any
+concurrency. ``retry_errors`` judges again the answers whose stored
 verdicts of the same judge version include a ``judge_error`` (the calls behind those errors
 are made again; earlier calls and verdicts are kept as superseded).
 
@@ -36,13 +38,14 @@ from dataclasses import dataclass, field
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
-from judge.models.budget import Limits
+from judge.models.budget import ANSWER_SPEND, Limits
 from judge.models.client import CallStore, ModelClient, RunStopped
 from judge.models.prefix_files import record_in
 from judge.models.preflight import ensure_loadable
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.admission import Gate, InputRefused, RuleOf
+from judge.runs.budgets import AnswerBudget, Share, prior_of
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
@@ -103,11 +106,14 @@ class _Run:
 
     def __init__(self, store: Store, pipeline: Pipeline, run_id: str, gate: Gate,
                  progress: Progress | None, runner: Executor, buffer: WriteBuffer,
-                 domain_of: Callable[[AnswerRecord], str | None]) -> None:
+                 domain_of: Callable[[AnswerRecord], str | None],
+                 allowance: AnswerBudget | None = None) -> None:
         self.store, self.pipeline, self.run_id = store, pipeline, run_id
         self.runner, self.buffer, self.domain_of = runner, buffer, domain_of
         self.version = pipeline.judge_version
         self.gate, self.progress = gate, progress
+        #: the answers' admission under the run's budgets (None: the run has none)
+        self.allowance = allowance
         self.stopped: str | None = None
         self.held: list[AcceptedLine] = []
         self.done = self.total = self.judged_now = self.retried = 0
@@ -123,39 +129,65 @@ class _Run:
         with contextlib.suppress(Exception):  # the store refuses: nothing more to record
             self.store.add_rejected_line(self.run_id, line, error)
 
+    def stop(self, reason: str) -> None:
+        self.stopped = self.stopped or reason
+        if self.allowance is not None:
+            self.allowance.halt()
+
     async def one(self, item: AcceptedLine, semaphore: asyncio.Semaphore) -> None:
         async with semaphore:
             if self.stopped:
                 return
+            share = None
+            if self.allowance is not None:  # its expected cost must fit the budgets first
+                share = await self.allowance.admit(item.record)
+                if share is None:
+                    self.stopped = self.stopped or BUDGET_REACHED
+                    return
+            finished = False
             try:
-                admission = self.gate.claim(item.record, self.run_id)
-            except Exception as exc:
-                self.reject(item.line, f"cannot claim the answer: {_why(exc)}")
-                self.step()
-                return
-            if admission.rejected:
-                self.reject(item.line, admission.reason or admission.decision)
-                self.step()
-            elif admission.decision == "held":
-                self.held.append(item)
-            elif admission.decision == "done":
-                self._link(item)
-            else:
-                await self._judge(item, admission.redo, admission.refresh)
+                finished = await self._claimed(item, share)
+            finally:
+                if self.allowance is not None and share is not None:
+                    self.allowance.done(share, finished)
 
-    async def _judge(self, item: AcceptedLine, redo: bool, refresh: frozenset[str]) -> None:
+    async def _claimed(self, item: AcceptedLine, share: Share | None) -> bool:
+        """Claim the answer and judge it unless it is done, held or rejected; whether it
+        was judged now."""
+        try:
+            admission = self.gate.claim(item.record, self.run_id)
+        except Exception as exc:
+            self.reject(item.line, f"cannot claim the answer: {_why(exc)}")
+            self.step()
+            return False
+        if admission.rejected:
+            self.reject(item.line, admission.reason or admission.decision)
+            self.step()
+        elif admission.decision == "held":
+            self.held.append(item)
+        elif admission.decision == "done":
+            self._link(item)
+        else:
+            return await self._judge(item, admission.redo, admission.refresh, share)
+        return False
+
+    async def _judge(self, item: AcceptedLine, redo: bool, refresh: frozenset[str],
+                     share: Share | None = None) -> bool:
         record, pipeline = item.record, self.pipeline
         pipeline.client.refresh |= refresh  # a retry makes the calls behind its errors again
         result: JudgedAnswer | None = None
+        spending = ANSWER_SPEND.set(share.spent if share is not None else None)
         try:
             result = await self.runner.judge(record, self.run_id, self.buffer,
                                              self.domain_of(record))
         except RunStopped as exc:
-            self.stopped = self.stopped or str(exc)
+            self.stop(str(exc))
             self.gate.release(record.answer_id)
-            return
+            return False
         except Exception as exc:  # fail closed: this answer is a judge_error, the batch goes on
             error = f"unexpected error while judging: {_why(exc)}"
+        finally:
+            ANSWER_SPEND.reset(spending)
         if result is None:
             try:
                 result = pipeline.failed(record, error)
@@ -163,7 +195,7 @@ class _Run:
                 self.reject(item.line, f"cannot judge the record: {_why(exc)}")
                 self.gate.release(record.answer_id)
                 self.step()
-                return
+                return True
         done = result
 
         def write() -> None:
@@ -172,6 +204,7 @@ class _Run:
         self.judged_now += 1
         self.retried += int(redo)
         self.buffer.add_answer(write, self.step)  # reported once committed
+        return True
 
     def _persist(self, item: AcceptedLine, result: JudgedAnswer, redo: bool) -> None:
         holder = self.gate.holder
@@ -254,7 +287,12 @@ async def run_batch(
         code=code_fingerprint(), uncited=config.uncited,
     )
     runner: Executor = LocalExecutor(pipeline, config)
-    run = _Run(store, pipeline, run_id, gate, progress, runner, buffer, batch.domain)
+    allowance = None
+    if budgets:
+        budget = pipeline.client.flow.budget
+        allowance = AnswerBudget(budget, prior_of(pipeline, budget))
+    run = _Run(store, pipeline, run_id, gate, progress, runner, buffer, batch.domain,
+               allowance)
     for line, error in screened.rejected:
         run.reject(line, error)
     todo = screened.todo
@@ -300,15 +338,25 @@ async def run_batch(
     summary.cost = stats.cost
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
-    # a budget's message with the final numbers (calls in flight finished since it stopped)
-    summary.stopped = run.stopped and (pipeline.client.stop_reason() or run.stopped)
     summary.usage_error = bool(run.stopped) and pipeline.client.flow.usage_error
     summary.setup_exit = pipeline.client.flow.setup_exit if run.stopped else None
     if run.stopped:
-        summary.pending = sum(1 for item in todo if not store.answer_done(
-            pipeline.judge_version, item.record.answer_id))
+        pending = [item.record for item in todo if not store.answer_done(
+            pipeline.judge_version, item.record.answer_id)]
+        summary.pending = len(pending)
+        # a budget's message with the final numbers (calls in flight finished since it
+        # stopped), the answers finished and about what the rest would need
+        spent = allowance.message(pending, summary.answers) if allowance else None
+        summary.stopped = spent or pipeline.client.stop_reason() or run.stopped
+        if spent and allowance:
+            summary.budget_to_finish = allowance.to_finish(pending)
     store.finish_run(run_id, summary.as_dict(), status="stopped" if run.stopped else "finished")
     return summary
+
+
+#: Why a run stopped when the next answer's expected cost did not fit (the summary replaces it
+#: with the budget's numbers, :meth:`judge.runs.budgets.AnswerBudget.message`).
+BUDGET_REACHED = "budget reached"
 
 
 def _executor(

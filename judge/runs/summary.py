@@ -72,6 +72,9 @@ class RunSummary:
     stopped: str | None = None
     #: answers of the input left unjudged by a stopped run (judged on resume)
     pending: int = 0
+    #: a run a budget stopped: about what the pending answers would spend, per budget
+    #: (``{"tokens": 12000.0}``): what the resumed run needs
+    budget_to_finish: dict[str, float] = field(default_factory=dict)
     #: the run stopped on a usage error (a budget smaller than one call): exit 64
     usage_error: bool = False
     #: the exit code of a run stopped because its first calls failed for a cause of the setup
@@ -132,6 +135,7 @@ class RunSummary:
             "model_mismatch": self.model_mismatch,
             "stopped": self.stopped,
             "pending": self.pending,
+            "budget_to_finish": self.budget_to_finish,
             "setup_exit": self.setup_exit,
         }
 
