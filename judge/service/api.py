@@ -263,7 +263,8 @@ def create_queue(body: QueueIn, request: Request, user: User, store: Db) -> dict
         run_ids = [r["id"] for r in store.runs()] if body.all_runs else body.run_ids
         options = QueueOptions(
             sample_rate=body.sample_rate, min_sample=body.min_sample, seed=body.seed,
-            double_fraction=body.double_fraction, priority=priority_order(body.priority),
+            double_fraction=review.double_fraction(body.double_fraction),
+            priority=priority_order(body.priority),
             order=body.order,
             target_recall=body.target_recall or review.target_recall,
             confidence=body.confidence or review.confidence,
