@@ -107,6 +107,10 @@ def test_an_item_someone_else_is_reviewing_is_not_saved_twice(
                                             "label": "supported"})
         assert refused.status_code == 409 and "someone else is reviewing" in refused.text
         assert bob.get("/review").text.count(item) == 0  # bob is given another item
+        # nor through the API while alice holds it
+        api = bob.post("/v1/reviews", headers={"Authorization": "Bearer bob-token-22"},
+                       json={"item_id": item, "label": "supported"})
+        assert api.status_code == 409 and "someone else is reviewing" in api.json()["detail"]
     store = Store.open(db)
     try:
         assert current_reviews(store) == {}
