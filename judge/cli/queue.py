@@ -123,7 +123,8 @@ def build(
         run_ids = [r["id"] for r in store.runs()] if all_runs else run
         options = QueueOptions(
             sample_rate=sample_rate, min_sample=min_sample, seed=seed,
-            double_fraction=double_fraction, priority=priority_order(priority), order=order,
+            double_fraction=review.double_fraction(double_fraction),
+            priority=priority_order(priority), order=order,
             target_recall=review.target_recall if recall is None else recall,
             confidence=review.confidence if confidence is None else confidence,
             informative_share=(review.informative_share if informative_share is None

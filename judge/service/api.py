@@ -17,6 +17,7 @@ from judge.reading import answer_view
 from judge.records import AnswerRecord
 from judge.records.strictjson import JSONLimitError, loads
 from judge.review.aliases import person
+from judge.review.assignment import ItemTaken, guard, release
 from judge.review.blind import allowed_filter, visible_counts, visible_items, visible_queue
 from judge.review.gold_export import gold_lines
 from judge.review.queue import (
@@ -263,7 +264,8 @@ def create_queue(body: QueueIn, request: Request, user: User, store: Db) -> dict
         run_ids = [r["id"] for r in store.runs()] if body.all_runs else body.run_ids
         options = QueueOptions(
             sample_rate=body.sample_rate, min_sample=body.min_sample, seed=body.seed,
-            double_fraction=body.double_fraction, priority=priority_order(body.priority),
+            double_fraction=review.double_fraction(body.double_fraction),
+            priority=priority_order(body.priority),
             order=body.order,
             target_recall=body.target_recall or review.target_recall,
             confidence=body.confidence or review.confidence,
@@ -417,15 +419,22 @@ def submit_review(body: ReviewIn, request: Request, user: User, store: Db) -> di
             item = found
     except QueueError as exc:
         raise HTTPException(404, str(exc)) from exc
+    me = person(store, user.annotator)
+    held = get_item(store, item["id"])
     try:
+        guard(store, held["queue_id"], held, me)  # not while others review its last slot
         row = record_review(
             store, item["subject"], user.annotator, body.label, subtype=body.subtype,
             note=body.note, guideline_version=settings_of(request).guideline_version,
             time_spent_ms=body.time_spent_ms, queue_id=item["queue_id"], item_id=item["id"],
             origin="api",
         )
+    except ItemTaken as exc:
+        raise HTTPException(409, str(exc)) from exc
     except ReviewError as exc:
         raise bad_request(exc) from exc
+    finally:
+        release(store, held, me)
     return {"review": row, "state": get_item(store, item["id"])["state"]}
 
 

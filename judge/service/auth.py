@@ -20,22 +20,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fastapi import HTTPException, Request
 
+from judge.service.sessions import Session, StoredSessions
 from judge.service.settings import Identity
 
 SESSION_COOKIE = "judge_session"
 #: The login form's CSRF token (double submit: the same value in this cookie and the form).
 LOGIN_CSRF_COOKIE = "judge_login_csrf"
-
-
-@dataclass
-class Session:
-    identity: Identity
-    csrf: str
-    expires: float
 
 
 class LoginRequired(Exception):
@@ -152,11 +145,11 @@ def source_of(peer: str, forwarded_for: str | None, trusted: tuple[Network, ...]
 
 class Authenticator:
     def __init__(self, tokens: dict[str, Identity], session_hours: float,
+                 sessions: StoredSessions,
                  throttle: FailureThrottle | None = None,
                  trusted_proxies: tuple[Network, ...] = ()) -> None:
         self._tokens = dict(tokens)
-        self._sessions: dict[str, Session] = {}
-        self._lock = threading.Lock()
+        self._sessions = sessions
         self._ttl = session_hours * 3600
         self.throttle = throttle or FailureThrottle()
         self.trusted_proxies = trusted_proxies
@@ -207,30 +200,16 @@ class Authenticator:
             return None
         sid = secrets.token_urlsafe(32)
         session = Session(identity, secrets.token_urlsafe(24), time.time() + self._ttl)
-        with self._lock:
-            self._expire()
-            self._sessions[sid] = session
+        self._sessions.put(sid, session)
         return sid, session
 
     def logout(self, sid: str | None) -> None:
         if sid:
-            with self._lock:
-                self._sessions.pop(sid, None)
+            self._sessions.drop(sid)
 
     def session(self, sid: str | None) -> Session | None:
-        if not sid:
-            return None
-        with self._lock:
-            session = self._sessions.get(sid)
-            if session is None or session.expires < time.time():
-                self._sessions.pop(sid, None)
-                return None
-            return session
-
-    def _expire(self) -> None:
-        stamp = time.time()
-        for sid in [s for s, v in self._sessions.items() if v.expires < stamp]:
-            del self._sessions[sid]
+        """The live session of a cookie (kept in the store: it outlives a restart)."""
+        return self._sessions.get(sid) if sid else None
 
     # -- request helpers --------------------------------------------------------------------
 

@@ -21,13 +21,14 @@ from judge.store.operating import OperatingPointsMixin
 from judge.store.queues import QueuesMixin
 from judge.store.reviews import ReviewsMixin
 from judge.store.runs import RunsMixin
+from judge.store.sessions import SessionsMixin
 
 __all__ = ["Admission", "AnswerConflict", "Lease", "Store", "StoreError", "dumps", "now",
            "opened", "record_sha", "verdict_id"]
 
 
 class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, AdmissionMixin,
-            OperatingPointsMixin):
+            OperatingPointsMixin, SessionsMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""
 

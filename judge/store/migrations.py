@@ -553,6 +553,25 @@ def m014_prefix_states(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m015_web_sessions_and_item_leases(db: sqlite_utils.Database) -> None:
+    """Login sessions of the review pages, kept across restarts (a digest of the cookie,
+    never the cookie; :mod:`judge.service.sessions`), and who reviews which queue item now
+    (a lease per item and person, :mod:`judge.review.assignment`)."""
+    db.table("web_sessions").create(
+        {"id": str, "name": str, "role": str, "csrf": str, "created_at": str,
+         "expires_at": float},
+        pk="id",
+    )
+    db.table("web_sessions").create_index(["expires_at"])
+    db.table("item_leases").create(
+        {"item_id": str, "person": str, "queue_id": str, "taken_at": str,
+         "expires_at": float},
+        pk=("item_id", "person"),
+    )
+    db.table("item_leases").create_index(["queue_id"])
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
