@@ -542,6 +542,23 @@ def m013_operating_point_score(db: sqlite_utils.Database) -> None:
     db.table("operating_points").add_column("score", str)
 
 
+@migration
+def m014_batch_jobs(db: sqlite_utils.Database) -> None:
+    """Provider batch jobs (``judge run --batch-api``, :mod:`judge.batches`): each job's
+    input file, batch id, state and output files, and the calls (by id, the requests' custom
+    ids) it holds, so a run stopped while a batch is in progress polls it again instead of
+    sending its requests twice."""
+    db.table("batch_jobs").create(
+        {"id": str, "run_id": str, "model": str, "provider": str, "endpoint": str,
+         "phase": int, "state": str, "requests": int, "input_file_id": str, "batch_id": str,
+         "output_file_id": str, "error_file_id": str, "counts": str, "error": str,
+         "created_at": str, "updated_at": str},
+        pk="id")
+    db.table("batch_requests").create({"call_id": str, "job_id": str},
+                                      pk=("call_id", "job_id"))
+    db.table("batch_requests").create_index(["job_id"])
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
