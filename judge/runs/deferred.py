@@ -63,7 +63,8 @@ class BatchMode:
     run-batch -i``), and read back from ``output`` (``vllm run-batch -o``) when given. Either
     stops the run where the batch is not answered yet (``wait_s`` seconds for the API; the
     file at once), and running the same again picks up. ``resend_online``: a request that
-    failed in the batch is made online instead of becoming a ``judge_error``."""
+    failed in the batch, or whose output does not parse, is made online instead of becoming a
+    ``judge_error`` (online, an output that does not parse is asked again)."""
 
     api: bool = False
     file: Path | None = None
@@ -231,7 +232,10 @@ class BatchQueue:
                 continue
             try:
                 settled.append((pending, pending.settle(outcome), None))
-            except (CallFailed, RunStopped) as exc:
+            except CallFailed as exc:  # stored with its error; online re-asks it when asked
+                settled.append((pending, ONLINE, None) if self.mode.resend_online
+                               else (pending, None, exc))
+            except RunStopped as exc:
                 settled.append((pending, None, exc))
         flush = getattr(self.client.store, "flush", None)
         if flush is not None:
