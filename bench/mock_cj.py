@@ -24,6 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fastapi import Request, Response  # module-level: FastAPI reads the annotations
+
 
 def answer(mock_server: Any, state: Any, body: dict[str, Any]) -> dict[str, Any]:
     """A chat completion's body for a batch request, counted as the chat endpoint counts."""
@@ -48,8 +50,6 @@ def answer(mock_server: Any, state: Any, body: dict[str, Any]) -> dict[str, Any]
 
 
 def add_batches(app: Any, mock_server: Any, state: Any) -> None:
-    from fastapi import Request, Response
-
     files: dict[str, bytes] = {}
     batches: dict[str, dict[str, Any]] = {}
 
