@@ -418,7 +418,15 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
     figures["embedded"] = out
 
 
-SECTIONS = ("tokens", "peers", "throughput", "scale", "ray")
+SECTIONS = ("tokens", "peers", "throughput", "scale", "ray", "batches")
+
+
+def bench_batches(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> None:
+    """The three ways to send the calls (:mod:`batches`): online, batch API, batch file."""
+    import batches
+
+    batches.bench_batches(mock, write_jsonl(peer_records(peer), tmp, "ways.jsonl"), tmp,
+                          figures)
 
 
 def bench_fit() -> None:
@@ -529,7 +537,8 @@ def main() -> None:
         with Mock(shared / "peers", tmp / "mock.jsonl") as mock:
             for section in sections:
                 {"tokens": bench_tokens, "peers": bench_peers, "throughput": bench_throughput,
-                 "scale": bench_scale, "ray": bench_ray}[section](mock, peer, tmp, figures)
+                 "scale": bench_scale, "ray": bench_ray,
+                 "batches": bench_batches}[section](mock, peer, tmp, figures)
         if args.embedded:
             bench_embedded(peer, tmp, figures)
     if args.end_to_end:

@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "JUDGE_ERROR": "judge.verdicts",
     "Store": "judge.store",
     "JudgeOptions": "judge.runs.options",
+    "BatchMode": "judge.runs.deferred",
     "version_of": "judge.version",
     "answer": "judge.reading",
     "AnswerView": "judge.reading",
@@ -110,6 +111,7 @@ __all__ = [
     "AnswerRecord",
     "AnswerResult",
     "AnswerView",
+    "BatchMode",
     "CalibrationRefused",
     "CalibrationResult",
     "Check",
@@ -227,6 +229,7 @@ if TYPE_CHECKING:
         export_gold,
         record_review,
     )
+    from judge.runs.deferred import BatchMode
     from judge.runs.options import JudgeOptions
     from judge.store import Store
     from judge.verdicts import JUDGE_ERROR, Check, Claim, Evidence, Label, Subtype, Verdict

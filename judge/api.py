@@ -255,7 +255,8 @@ def _judge(
                                          retry_errors=options.retry_errors,
                                          executor=spread.executor,
                                          ray_address=spread.ray_address,
-                                         workers=spread.workers, strict=on_error == "raise"))
+                                         workers=spread.workers, strict=on_error == "raise",
+                                         in_batches=options.batch))
         except InputRefused as refused:  # invalid lines, ids stored with other content
             raise RecordsError(sorted((RecordProblem(index=line - offset, reason=why)
                                        for line, why in refused.problems),

@@ -156,6 +156,41 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
             bar.stop()
 
 
+@contextmanager
+def batch_display(quiet: bool = False) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
+    """A line per batch job on stderr (``judge run --batch-api``): its phase (1 the splits,
+    2 the verifications), its state and the provider's counts; yields the ``show(jobs)``
+    callback. Hidden when ``quiet`` and stderr is not a terminal."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=console,
+                   disable=quiet and not sys.stderr.isatty())
+    tasks: dict[str, Any] = {}
+
+    def show(jobs: list[dict[str, Any]]) -> None:
+        if not tasks:
+            bar.start()
+        for job in jobs:
+            what = (f"batch {job.get('phase')} [bold]{escape(str(job.get('job')))}[/] "
+                    f"{escape(str(job.get('state')))}"
+                    + (f" ({escape(str(job['status']))})" if job.get("status") else "")
+                    + (f", {job['failed']} failed" if job.get("failed") else ""))
+            done = (job.get("completed") or 0) + (job.get("failed") or 0)
+            key = str(job.get("job"))
+            if key not in tasks:
+                tasks[key] = bar.add_task(what, total=job.get("requests") or None)
+            bar.update(tasks[key], description=what, completed=done,
+                       total=job.get("requests") or None)
+
+    try:
+        yield show
+    finally:
+        if tasks:
+            bar.stop()
+
+
 def print_table(table: Any) -> None:
     """A rich table on stdout. On a terminal it fits the terminal; into a pipe or a file it
     takes the width its cells need, so ids (judge versions, run and queue ids, reviewers)

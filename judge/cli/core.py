@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from judge.cli.common import (
     API_BASE_OPTION,
     DB_OPTION,
     EXISTING_DB_OPTION,
+    batch_display,
     console,
     fail,
     load_config,
@@ -72,6 +74,23 @@ def run(
         None, "--uncited", help="What an answer with no citation at all cites: all_sources "
         "(each claim is checked against every source; the default) or missing_citation "
         "(each claim is flagged missing_citation). Overrides the config's uncited."),
+    batch_api: bool = typer.Option(
+        False, "--batch-api", help="Send the calls through the provider's batch API (half "
+        "the price; results within its window, 24 h): the splits, then the verifications. "
+        "Stopped or killed, the same command picks the batches up (nothing is sent twice)."),
+    batch_file: Path | None = typer.Option(
+        None, "--batch-file", help="Write the calls to this JSONL file for `vllm run-batch` "
+        "(OpenAI's batch format) and stop; with --batch-output, read its results first."),
+    batch_output: Path | None = typer.Option(
+        None, "--batch-output", help="The output file of `vllm run-batch` for --batch-file."),
+    batch_resend_online: bool = typer.Option(
+        False, "--batch-resend-online", help="Make online the requests that failed or "
+        "expired in a batch (default: they become judge_error claims)."),
+    batch_wait: float | None = typer.Option(
+        None, "--batch-wait", min=0.0, help="Stop (resumable, exit 4) when batches are still "
+        "running after this many seconds (default: wait)."),
+    batch_poll: float = typer.Option(
+        30.0, "--batch-poll", min=0.01, help="Seconds between two looks at a batch."),
 ) -> None:
     """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
 
@@ -96,6 +115,8 @@ def run(
         usage_error(f"--uncited must be all_sources or missing_citation, not {uncited!r}")
     cfg = load_config(config, model=model, api_base=api_base, concurrency=concurrency,
                       uncited=uncited)
+    in_batches = _batch_mode(cfg.model, executor, batch_api, batch_file, batch_output,
+                             batch_resend_online, batch_wait, batch_poll)
     preflight(cfg, db)  # before anything is stored: the setup (keys, endpoint, store)
     from judge.decide.probe_head import ProbeHeadError
     from judge.models.embedded import ModelUnavailable
@@ -109,13 +130,16 @@ def run(
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
     source = sys.stdin.buffer if str(input) == "-" else input
     stopped: api.RunStopped | None = None
-    with progress_bar("judging", quiet=as_json) as progress:
+    with progress_bar("judging", quiet=as_json) as progress, \
+            batch_display(quiet=as_json) as show_batches:
+        if in_batches is not None:
+            in_batches = replace(in_batches, progress=show_batches)
         try:
             results = api.judge_file(
                 source, config=cfg, db=store, progress=progress, retry_errors=retry_errors,
                 max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost,
                 executor=executor,  # type: ignore[arg-type]
-                ray_address=ray_address, workers=workers)
+                ray_address=ray_address, workers=workers, batch=in_batches)
         except api.RunStopped as exc:
             stopped, results = exc, exc.results
         except KeyboardInterrupt:
@@ -154,6 +178,30 @@ def run(
                       f"{summary.pending} answer(s) left for the resume")
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
+
+
+def _batch_mode(model: str, executor: str, api: bool, file: Path | None,
+                output: Path | None, resend: bool, wait: float | None,
+                poll: float) -> Any:
+    """The run's :class:`~judge.runs.deferred.BatchMode` (None: online); a usage error (64)
+    when it cannot run."""
+    if not (api or file is not None or output is not None):
+        if resend or wait is not None:
+            usage_error("--batch-resend-online and --batch-wait go with --batch-api or "
+                        "--batch-file")
+        return None
+    from judge.runs.deferred import BatchMode
+
+    mode = BatchMode(api=api, file=file, output=output, resend_online=resend, wait_s=wait,
+                     poll_s=poll)
+    refusal = mode.refusal(model, executor)
+    if refusal:
+        usage_error(refusal)
+    if output is not None and not output.is_file():
+        usage_error(f"--batch-output {safe(output)} does not exist; run the requests of "
+                    f"{safe(file)} first (e.g. `vllm run-batch -i {safe(file)} -o "
+                    f"{safe(output)} --model MODEL`)")
+    return mode
 
 
 def _refuse_other_formats(path: Path) -> None:

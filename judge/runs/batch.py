@@ -46,6 +46,7 @@ from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.admission import Gate, InputRefused, RuleOf
 from judge.runs.budgets import AnswerBudget, Share, prior_of
+from judge.runs.deferred import BatchMode, DeferringExecutor, batched
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
@@ -263,15 +264,20 @@ async def run_batch(
     ray_address: str | None = None,
     workers: int | None = None,
     strict: bool = False,
+    in_batches: BatchMode | None = None,
 ) -> RunSummary:
     """``executor="ray"`` spreads the answers over ``workers`` Ray workers
     (:mod:`judge.runs.ray_executor`); the store is written here either way. ``strict``:
     raise :class:`~judge.runs.admission.InputRefused` before the run starts when a line is
     invalid or an answer id is stored with different content (else those lines are
-    rejected and the rest is judged)."""
+    rejected and the rest is judged). ``in_batches``: the calls go out in batches
+    (:mod:`judge.runs.deferred`); a mode that cannot run raises ``ValueError``."""
     budgets = limits is not None and limits != Limits()
     if executor != "local" and (retry_errors or budgets):
         raise ValueError("--retry-errors and budgets work with the local executor only")
+    refusal = in_batches.refusal(config.model, executor) if in_batches is not None else None
+    if refusal:
+        raise ValueError(refusal)
     started = time.perf_counter()
     buffer = WriteBuffer(store)
     pipeline = build_pipeline(config, store, limits=limits, calls=buffer)
@@ -306,11 +312,16 @@ async def run_batch(
         progress(0, run.total)
     if todo and executor != "local":
         run.runner = runner = _executor(executor, pipeline, config, store, ray_address, workers)
+    queue = batched(in_batches, pipeline.client, store, run_id) if in_batches and todo \
+        else None
+    if queue is not None:  # every answer at once; their calls wait for the batches
+        run.runner = runner = DeferringExecutor(runner, queue)
     semaphore = asyncio.Semaphore(runner.capacity)
     beat = asyncio.ensure_future(run.heartbeat())
     committer = asyncio.ensure_future(run.committer())
     try:
-        await asyncio.gather(*(run.one(item, semaphore) for item in todo))
+        work = asyncio.gather(*(run.one(item, semaphore) for item in todo))
+        await (queue.alongside(work) if queue is not None else work)
         while run.held and not run.stopped:  # answers another live run is judging
             await asyncio.sleep(HELD_POLL_S)
             buffer.flush()  # what this run finished is visible to the others

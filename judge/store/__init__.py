@@ -16,6 +16,7 @@ from pathlib import Path
 from judge.store.admission import Admission, AdmissionMixin, AnswerConflict, Lease
 from judge.store.answers import AnswersMixin
 from judge.store.base import StoreError, dumps, now, record_sha, verdict_id
+from judge.store.batches import BatchesMixin
 from judge.store.calls import CallsMixin
 from judge.store.operating import OperatingPointsMixin
 from judge.store.queues import QueuesMixin
@@ -28,7 +29,7 @@ __all__ = ["Admission", "AnswerConflict", "Lease", "Store", "StoreError", "dumps
 
 
 class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, AdmissionMixin,
-            OperatingPointsMixin, SessionsMixin):
+            OperatingPointsMixin, SessionsMixin, BatchesMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""
 

@@ -572,6 +572,23 @@ def m015_web_sessions_and_item_leases(db: sqlite_utils.Database) -> None:
     db.table("item_leases").create_index(["queue_id"])
 
 
+@migration
+def m016_batch_jobs(db: sqlite_utils.Database) -> None:
+    """Provider batch jobs (``judge run --batch-api``, :mod:`judge.batches`): each job's
+    input file, batch id, state and output files, and the calls (by id, the requests' custom
+    ids) it holds, so a run stopped while a batch is in progress polls it again instead of
+    sending its requests twice."""
+    db.table("batch_jobs").create(
+        {"id": str, "run_id": str, "model": str, "provider": str, "endpoint": str,
+         "phase": int, "state": str, "requests": int, "input_file_id": str, "batch_id": str,
+         "output_file_id": str, "error_file_id": str, "counts": str, "error": str,
+         "created_at": str, "updated_at": str},
+        pk="id")
+    db.table("batch_requests").create({"call_id": str, "job_id": str},
+                                      pk=("call_id", "job_id"))
+    db.table("batch_requests").create_index(["job_id"])
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

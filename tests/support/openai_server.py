@@ -144,6 +144,8 @@ class OpenAIServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
+                if server.route(self, "GET", b""):
+                    return
                 if self.path.startswith("/_requests"):
                     with server.lock:
                         self._send(200, server.requests)
@@ -156,6 +158,8 @@ class OpenAIServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if server.route(self, "POST", raw):
+                    return
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
@@ -233,6 +237,10 @@ class OpenAIServer:
             return [r for r in self.requests if kind is None or r["kind"] == kind]
 
     # -- serving ----------------------------------------------------------------------------
+
+    def route(self, handler: Any, method: str, raw: bytes) -> bool:
+        """A subclass serves more paths here (True: served); ``raw`` is a POST's body."""
+        return False
 
     def _take_fault(self, kind: str) -> Fault | None:
         with self.lock:
