@@ -15,7 +15,7 @@ import sqlite_utils
 
 from judge.hashing import content_hash
 from judge.records import AnswerRecord
-from judge.store.migrations import apply_migrations, write_transaction
+from judge.store.applying import apply_migrations, write_transaction
 
 BUSY_TIMEOUT_MS = 30_000
 

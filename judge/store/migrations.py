@@ -5,9 +5,7 @@ Never edit or reorder a migration that has shipped; append a new one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable
 
 import sqlite_utils
 
@@ -587,41 +585,3 @@ def m016_batch_jobs(db: sqlite_utils.Database) -> None:
     db.table("batch_requests").create({"call_id": str, "job_id": str},
                                       pk=("call_id", "job_id"))
     db.table("batch_requests").create_index(["job_id"])
-
-
-@contextmanager
-def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
-    conn = db.conn
-    if conn.in_transaction:
-        with db.atomic():
-            yield
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    else:
-        conn.execute("COMMIT")
-
-
-def apply_migrations(db: sqlite_utils.Database) -> list[str]:
-    """Apply pending migrations in order, under the write lock, so two processes opening a
-    new file at once do not both create the tables; return the names applied."""
-    applied: list[str] = []
-    with write_transaction(db):
-        table = db.table("_migrations")
-        if not table.exists():
-            table.create({"name": str, "applied_at": str}, pk="name")
-        done = {row["name"] for row in table.rows}
-        for name, fn in MIGRATIONS:
-            if name in done:
-                continue
-            with db.atomic():
-                fn(db)
-                table.insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
-            applied.append(name)
-    return applied
