@@ -150,6 +150,7 @@ def print_summary(s: QueueSummary) -> None:
         weight = "-" if st["weight"] is None else f"{st['weight']:.4g}"
         table.add_row(name, str(st["stratum_size"]), str(st["sample_size"]), weight)
     print_table(table)
+    out.print(escape(load_line(s.strata)))
     table = Table("category", "items", "why", title="by priority", title_justify="left")
     for name in s.priority:
         if s.categories.get(name):
@@ -161,6 +162,20 @@ def print_summary(s: QueueSummary) -> None:
                   f"was fitted ({p['decided']} in all); propose a domain head with "
                   f"`{escape(p['command'])}` (the adoption rule decides), then set its "
                   f"threshold with `judge queue threshold --domain {escape(p['domain'])}`")
+
+
+def load_line(strata: dict[str, dict[str, Any]]) -> str:
+    """What reviewers get from a queue, in parts: the claims taken whole (flagged), the
+    passed claims nearest the threshold and the sampled passed claims."""
+    claims = sum(st["stratum_size"] for st in strata.values())
+    near = strata.get("near_threshold", {}).get("sample_size", 0)
+    sampled = strata.get("passed", {}).get("sample_size", 0)
+    flagged = sum(st["sample_size"] for name, st in strata.items()
+                  if name not in ("near_threshold", "passed"))
+    total = flagged + near + sampled
+    share = f" ({total / claims:.0%} of {claims} claims)" if claims else ""
+    return (f"load: {total} items{share} = {flagged} flagged + {near} passed nearest the "
+            f"threshold + {sampled} sampled passed")
 
 
 def print_points(points: list[dict[str, Any]]) -> None:

@@ -75,11 +75,28 @@ def nearest_passed(passed: Sequence[Candidate], others: int, options: QueueOptio
     score of the claim's operating point, :func:`judge.review.triage.flag_score`), so many
     that they make ``informative_share`` of the queue (``others``: the items the queue takes
     besides passed claims; the passed sample is added to it as it will be)."""
-    share = options.informative_share
     scored = [c for c in passed if c.score is not None]
-    if share <= 0 or not scored:
-        return set()
-    expected = others + sample_size(len(passed), options.sample_rate, options.min_sample)
-    n = min(len(scored), math.ceil(share / (1 - share) * expected - 1e-9))
+    n = min(len(scored), near_count(others, len(passed), options))
     scored.sort(key=lambda c: (c.score, c.subject))
     return {c.subject for c in scored[:n]}
+
+
+def near_count(others: int, passed: int, options: QueueOptions) -> int:
+    """How many passed claims nearest the threshold a queue takes: so many that they make
+    ``informative_share`` of it (``others``: the items it takes besides passed claims; the
+    sample of the other passed claims is counted as it will be)."""
+    share = options.informative_share
+    if share <= 0 or not passed:
+        return 0
+    expected = others + sample_size(passed, options.sample_rate, options.min_sample)
+    return min(passed, math.ceil(share / (1 - share) * expected - 1e-9))
+
+
+def load_parts(flagged: int, passed: int, options: QueueOptions) -> dict[str, int]:
+    """What reviewers get from a queue over ``flagged`` + ``passed`` claims, in parts: every
+    flagged claim, the passed claims nearest the threshold (:func:`near_count`) and the
+    seeded sample of the other passed claims; ``total`` is their sum."""
+    near = near_count(flagged, passed, options)
+    sampled = sample_size(passed - near, options.sample_rate, options.min_sample)
+    return {"claims": flagged + passed, "flagged": flagged, "near_threshold": near,
+            "sampled": sampled, "total": flagged + near + sampled}

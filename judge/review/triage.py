@@ -313,9 +313,15 @@ def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2
     reviewed_caught = sum(strata.get(h, {}).get("reviewed", 0) for h in CAUGHT_STRATA)
     if not reviewed_missed or not reviewed_caught:
         out["status"] = "not_estimable"
+        needs = [f"{n} more {kind}" for n, kind in ((int(not reviewed_caught), "flagged"),
+                                                     (int(not reviewed_missed), "passed"))
+                 if n]
+        out["needs"] = {"flagged": int(not reviewed_caught), "passed": int(not reviewed_missed)}
         out["message"] = ("not yet estimable: people have decided "
                           f"{reviewed_caught} flagged and {reviewed_missed} passed claim(s) of "
-                          f"queue {row['id']}; the sampled passed claims tell what the queue "
+                          f"queue {row['id']}; it needs at least one decided claim of each "
+                          f"({' and '.join(needs)}: a review by each required reviewer, or "
+                          "an adjudication); the sampled passed claims tell what the queue "
                           "misses")
         return out
     rates = {h: s["problems"] / s["reviewed"] for h, s in strata.items() if s["reviewed"]}
