@@ -224,6 +224,22 @@ def _identity(record: Any) -> Any:
     return record if isinstance(record, dict) else repr(record)
 
 
+def _uncited_as_stored(store: Store, record: AnswerRecord, uncited: str) -> AnswerRecord:
+    """``record`` read under ``uncited`` (:mod:`judge.split.uncited`), unless the store holds
+    its id with the record as given: an answer stored before the setting existed (or under
+    ``missing_citation``) resumes as it was read then, instead of being refused as the same id
+    with other content."""
+    read = _read_uncited(record, uncited)
+    if read is record:
+        return record
+    from judge.store.base import record_sha
+
+    stored = store.one("select record_sha256 from answers where id = ?", [record.answer_id])
+    if stored is not None and stored["record_sha256"] == record_sha(record):
+        return record
+    return read
+
+
 def _judge(
     batch: BatchInput,
     what: str,
@@ -240,12 +256,12 @@ def _judge(
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     cfg = _config(config, concurrency=options.concurrency)
-    if read_uncited:
-        batch = replace(batch, items=[
-            AcceptedLine(i.line, _read_uncited(i.record, cfg.uncited))
-            if isinstance(i, AcceptedLine) else i for i in batch.items])
     offset = 1 if what == "record" else 0
     with _store(db) as store:
+        if read_uncited:
+            batch = replace(batch, items=[
+                AcceptedLine(i.line, _uncited_as_stored(store, i.record, cfg.uncited))
+                if isinstance(i, AcceptedLine) else i for i in batch.items])
         if offset:  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)

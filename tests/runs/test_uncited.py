@@ -140,3 +140,25 @@ def test_judge_run_refuses_an_unknown_uncited(tmp_path: Path) -> None:
     assert proc.returncode == 64
     assert "--uncited must be all_sources or missing_citation" in proc.stderr
     assert not (tmp_path / "j.db").exists()
+
+
+def test_a_store_judged_before_the_setting_resumes_as_it_was_read(
+        tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """Answers stored under the old reading (missing_citation) are the same answers when the
+    run is resumed under the new default: none is refused as the same id with other content,
+    and no call is made again."""
+    db = tmp_path / "old.db"
+    old = judge.load_config(model=FAKE_MODEL, uncited="missing_citation")
+    first = judge.judge_answers(answers(20), config=old, db=db).summary
+    assert first.flagged == 2 * 20 - 20 // 10  # every uncited sentence was flagged then
+    calls = len(fake_llm.calls)
+    again = judge.judge_answers(answers(20), config=judge.load_config(model=FAKE_MODEL),
+                                db=db).summary
+    assert again.rejected_lines == [] and again.answers == 20
+    assert len(fake_llm.calls) == calls  # resumed from the store: no call made again
+    assert again.flagged == first.flagged
+    # a new answer in the same store is read under the new default
+    fresh = answers(22)[21:]  # a plain answer (every tenth cites S1)
+    fresh[0]["id"] = "new"
+    assert judge.judge_answers(fresh, config=judge.load_config(model=FAKE_MODEL),
+                               db=db).summary.flagged == 0
