@@ -37,12 +37,11 @@ from judge.hashing import content_hash
 from judge.models.client import RunStopped
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
-from judge.runs.admission import InputRefused
+from judge.runs.admission import InputRefused, read_uncited_as_stored
 from judge.runs.batch import BatchInput, Progress, run_batch
 from judge.runs.loop import run_sync
 from judge.runs.options import JudgeOptions, ResolvedOptions
 from judge.runs.summary import RunSummary
-from judge.split.uncited import read_uncited as _read_uncited
 from judge.store import Store, opened
 from judge.verdicts import AnswerStatus, Verdict
 
@@ -224,22 +223,6 @@ def _identity(record: Any) -> Any:
     return record if isinstance(record, dict) else repr(record)
 
 
-def _uncited_as_stored(store: Store, record: AnswerRecord, uncited: str) -> AnswerRecord:
-    """``record`` read under ``uncited`` (:mod:`judge.split.uncited`), unless the store holds
-    its id with the record as given: an answer stored before the setting existed (or under
-    ``missing_citation``) resumes as it was read then, instead of being refused as the same id
-    with other content."""
-    read = _read_uncited(record, uncited)
-    if read is record:
-        return record
-    from judge.store.base import record_sha
-
-    stored = store.one("select record_sha256 from answers where id = ?", [record.answer_id])
-    if stored is not None and stored["record_sha256"] == record_sha(record):
-        return record
-    return read
-
-
 def _judge(
     batch: BatchInput,
     what: str,
@@ -259,9 +242,7 @@ def _judge(
     offset = 1 if what == "record" else 0
     with _store(db) as store:
         if read_uncited:
-            batch = replace(batch, items=[
-                AcceptedLine(i.line, _uncited_as_stored(store, i.record, cfg.uncited))
-                if isinstance(i, AcceptedLine) else i for i in batch.items])
+            batch = read_uncited_as_stored(store, batch, cfg.uncited)
         if offset:  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)

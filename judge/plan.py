@@ -85,6 +85,8 @@ def _head_findings(config: JudgeConfig) -> list[Finding]:
     from judge.decide.probe_head import ProbeHeadError
     from judge.review.triage import packaged_points
 
+    if not _served_model_readable():
+        return []  # the model's own check names the file first (judge.models.embedded)
     found = []
     for domain in [None, *config.domain_rules]:
         named, settings = config.rule_for(domain)
@@ -105,6 +107,24 @@ def _head_findings(config: JudgeConfig) -> list[Finding]:
         found.append(Finding("head", True, f"{where}probe head "
                              f"{head.about.get('name', named)!r} matches the config; {queue}"))
     return found
+
+
+def _served_model_readable() -> bool:
+    """Whether ``$CLAIM_JUDGE_GGUF`` (when set) names a whole GGUF file: a head can only be
+    compared with a model that can be read."""
+    import os
+
+    from judge.models.embedded import ENV_GGUF
+    from judge.models.gguf_layers import GGUFError, check_gguf
+
+    path = os.environ.get(ENV_GGUF)
+    if not path:
+        return True
+    try:
+        check_gguf(Path(path).expanduser())
+    except (GGUFError, OSError):
+        return False
+    return True
 
 
 def plan_findings(config: JudgeConfig, root: Path | None = None) -> list[Finding]:

@@ -51,8 +51,15 @@ from pathlib import Path
 from typing import Any
 
 from judge.models import prefix_files
-from judge.models.model_bytes import digest, read_marker, remember, write_marker
-from judge.models.model_bytes import marker_path as _marker_path
+from judge.models.model_bytes import (
+    digest,
+    marker_path,
+    read_marker,
+    read_text,
+    remember,
+    remove_cut,
+    write_marker,
+)
 from judge.models.providers import THREADS_ENV
 from judge.models.runtime import (
     MAX_SLOTS,
@@ -294,7 +301,7 @@ def model_file(progress: ProgressCallback | None = None) -> Path:
                 raise ModelIntegrityError(
                     f"the cached model {dest} is not {MODEL_NAME} any more: its sha256 is "
                     f"{actual[:16]}…, the judge version pins {MODEL_SHA256[:16]}… (the file was "
-                    f"changed after it was verified); delete it ({_marker_path(dest).name} "
+                    f"changed after it was verified); delete it ({marker_path(dest).name} "
                     "too) and run again: it is re-assembled from the installed packages")
             return dest
         # Right size but no/foreign marker (e.g. crash before the marker was written): hash once.
@@ -314,7 +321,7 @@ def model_file(progress: ProgressCallback | None = None) -> Path:
             )
         try:
             with contextlib.suppress(FileNotFoundError):
-                _marker_path(dest).unlink()
+                marker_path(dest).unlink()
             return assemble(parts, dest, MODEL_SHA256, progress)
         except OSError as exc:
             raise EmbeddedModelError(
@@ -349,8 +356,7 @@ TURNS = Turns()
 _runtime: Runtime | None = None
 #: runtimes of the model's first N blocks (strategy "probe" with ``probe_layers``), by N
 _layered: dict[int, Runtime] = {}
-#: runtimes that give every token's state (``probe_reader`` other than "last"), by N (None:
-#: the whole model's); one reads the probe prompts, so none is shared with generation
+#: runtimes that give every token's state (``probe_reader``), by N (None: the whole model)
 _token_runtimes: dict[int | None, Runtime] = {}
 # Runtime calls from the async path wait here (for their turn and a slot) instead of filling
 # the default executor; enough workers to fill any number of slots a run asks for.
@@ -444,19 +450,19 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     record = dest.with_name(dest.name + ".source")
     with _FILE_LOCK:
         try:
-            if dest.is_file() and _read(record) == identity:  # cut from this model
+            if dest.is_file() and read_text(record) == identity:  # cut from this model
                 expected = expected_cut_sha256(source, layers)
                 actual = digest(dest, progress)
                 if actual == expected:
                     return dest
-                _remove_cut(dest)  # changed since it was cut
+                remove_cut(dest)  # changed since it was cut
                 raise ModelIntegrityError(
                     f"the model cut {dest} is not the cut of the verified model: its sha256 "
                     f"is {actual[:16]}…, the cut after block {layers} must be "
                     f"{expected[:16]}… (the file was changed after it was cut); it was "
                     "deleted and nothing was judged with it: run again and it is cut again "
                     "from the verified model")
-            _remove_cut(dest)  # none, or not recorded as cut from this model: cut it again
+            remove_cut(dest)  # none, or not recorded as cut from this model: cut it again
             truncated_copy(source, dest, layers)
             actual = digest(dest, progress)
             key = (digest(source), layers)
@@ -464,7 +470,7 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
                 # the package pins another hash (or this process computed another one)
                 expected = _pinned_cut(*key) or _CUTS.setdefault(key, actual)
             if actual != expected:
-                _remove_cut(dest)
+                remove_cut(dest)
                 raise ModelIntegrityError(
                     f"the cut of {source.name} after block {layers} has sha256 "
                     f"{actual[:16]}…, it must be {expected[:16]}…; it was deleted and "
@@ -481,21 +487,6 @@ def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
                 f"cannot write the model cut after block {layers} to {dest} ({exc}); free "
                 f"space there or set {ENV_CACHE} to another folder") from exc
     return dest
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _remove_cut(dest: Path) -> None:
-    """Delete a cut, the record of what it was cut from, and a marker an older version
-    wrote beside it (never read)."""
-    for path in (dest, dest.with_name(dest.name + ".source"), _marker_path(dest)):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
 
 
 def load(progress: ProgressCallback | None = None, layers: int | None = None,

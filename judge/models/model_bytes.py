@@ -95,3 +95,19 @@ def forget() -> None:
     """Hash every file again on its next load (tests; a long-lived process after an edit)."""
     with _LOCK:
         _SEEN.clear()
+
+
+def read_text(path: Path) -> str | None:
+    """A small record file's text (None: missing or unreadable)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def remove_cut(dest: Path) -> None:
+    """Delete a model cut, the record of what it was cut from, and a marker an older version
+    wrote beside it (never read)."""
+    for path in (dest, dest.with_name(dest.name + ".source"), marker_path(dest)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

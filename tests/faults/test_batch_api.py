@@ -168,8 +168,10 @@ def test_budgets_are_checked_before_a_batch_is_sent(server: BatchServer,
         judge.judge_answers(records(), config=config(server), db=tmp_path / "b.db",
                             batch=fast(), max_calls=4)
     assert "max_calls" in str(stopped.value)
-    assert sum(server.batch_lines.values()) == 4  # the splits that fit, nothing more
-    assert stopped.value.summary.pending == 6
+    assert sum(server.batch_lines.values()) == 4  # the calls that fit, nothing more
+    # admission reserves an answer's split and verification: the budget buys two verdicts
+    assert "2 of 6 answers finished" in str(stopped.value)
+    assert stopped.value.summary.pending == 4
 
 
 def test_killed_while_its_batch_runs_the_run_picks_it_up_and_sends_nothing_twice(
