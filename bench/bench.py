@@ -519,7 +519,14 @@ def main() -> None:
                         help="also judge answers end to end, split included, on the embedded "
                              "model (bench/end_to_end.py; slow)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument("--profile", action="store_true",
+                        help="only profile the client at concurrency 32 (profile_client.py)")
     args = parser.parse_args()
+    if args.profile:
+        import profile_client
+
+        profile_client.main()
+        return
     bench_help()
     bench_prepare()
     bench_fit()

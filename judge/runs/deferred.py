@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.models.batched import ONLINE, Outcome
-from judge.models.budget import BudgetSpent, Reservation, prompt_estimate
+from judge.models.budget import BudgetSpent, BudgetTooSmall, Reservation, prompt_estimate
 from judge.models.failures import CallFailed, RunStopped
 from judge.models.prompts import RenderedPrompt
 
@@ -210,8 +210,7 @@ class BatchQueue:
                 pending.reservation = self.client.flow.budget.reserve(
                     prompt_estimate(pending.prompt), pending.completion, 0)
             except BudgetSpent as exc:
-                self.client.flow.usage_error = not admitted and type(exc).__name__ == \
-                    "BudgetTooSmall"
+                self.client.flow.usage_error = isinstance(exc, BudgetTooSmall)
                 self.stop(self.client.flow.budget.message() or str(exc))
                 break
             admitted.append(pending)

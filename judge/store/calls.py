@@ -26,10 +26,8 @@ class CallsMixin(StoreBase):
                 self.db.table("superseded_calls").insert({
                     "id": row["id"], "row": dumps(prior), "superseded_at": now(),
                     "run_id": row.get("run_id")})
-            self.db.table("calls").insert(row, replace=True)
-            attempts = list(attempts)
-            if attempts:
-                self.db.table("call_attempts").insert_all(attempts)
+            self.insert_rows("calls", [row], "replace")
+            self.insert_rows("call_attempts", attempts)
 
     def call_attempts(self, call_id: str) -> list[dict[str, Any]]:
         """Every HTTP attempt of a call, oldest first."""

@@ -259,3 +259,27 @@ def test_batch_mode_refuses_the_embedded_model_and_bad_combinations(tmp_path: Pa
     assert done.returncode == 64
     assert "runs in this process" in " ".join(done.stderr.split())
     assert not (tmp_path / "j.db").exists()
+
+
+def test_jobs_stay_within_the_request_and_byte_limits() -> None:
+    import asyncio
+
+    from judge.models.prompts import RenderedPrompt
+    from judge.runs.batch_jobs import _line, chunks
+    from judge.runs.deferred import Pending
+
+    async def make() -> list[Pending]:
+        loop = asyncio.get_running_loop()
+        prompt = RenderedPrompt("p", "v1", "0" * 64, [{"role": "user", "content": "x"}])
+        return [Pending(f"call-{i}", {"messages": [{"role": "user", "content": "x" * size}]},
+                        prompt, 1, lambda outcome: None, loop.create_future())
+                for i, size in enumerate([100, 100, 100, 5000, 100])]
+
+    batch = asyncio.run(make())
+    sizes = [len(_line(p)) for p in batch]
+    by_bytes = chunks(batch, 50_000, sum(sizes[:2]) + 10)
+    assert [[p.call_id for p in job] for job in by_bytes] == [
+        ["call-0", "call-1"], ["call-2"], ["call-3"], ["call-4"]]
+    assert all(sum(len(_line(p)) for p in job) <= sum(sizes[:2]) + 10 or len(job) == 1
+               for job in by_bytes)
+    assert [len(job) for job in chunks(batch, 2, 10**9)] == [2, 2, 1]
