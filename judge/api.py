@@ -42,6 +42,7 @@ from judge.runs.batch import BatchInput, Progress, run_batch
 from judge.runs.loop import run_sync
 from judge.runs.options import JudgeOptions, ResolvedOptions
 from judge.runs.summary import RunSummary
+from judge.split.uncited import read_uncited as _read
 from judge.store import Store, opened
 from judge.verdicts import AnswerStatus, Verdict
 
@@ -233,8 +234,7 @@ def _judge(
     read_uncited: bool = False,
 ) -> JudgeResults:
     """``read_uncited``: the batch is the user's input, whose answers that cite nothing are
-    read under the config's ``uncited`` setting (:mod:`judge.split.uncited`); gold items and
-    the answers a drift judges again are read as they are."""
+    read under the config's ``uncited``; gold items and drift's answers are read as they are."""
     on_error, spread = options.on_error, options.spread
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
@@ -242,7 +242,7 @@ def _judge(
     offset = 1 if what == "record" else 0
     with _store(db) as store:
         if read_uncited:
-            batch = read_uncited_as_stored(store, batch, cfg.uncited)
+            batch = read_uncited_as_stored(store, batch, lambda r: _read(r, cfg.uncited))
         if offset:  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)

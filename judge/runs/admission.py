@@ -102,18 +102,18 @@ class Gate:
         self.store.release_leases(self.holder, answer_id)
 
 
-def read_uncited_as_stored(store: Store, batch: BatchInput, uncited: str) -> BatchInput:
-    """The batch's answers that cite nothing read under ``uncited`` (:mod:`judge.split.uncited`),
+def read_uncited_as_stored(store: Store, batch: BatchInput,
+                           read_uncited: Callable[[AnswerRecord], AnswerRecord]) -> BatchInput:
+    """The batch's answers that cite nothing read by ``read_uncited`` (judge.split.uncited),
     except those the store holds under their id as given: an answer stored before the setting
     existed (or under ``missing_citation``) resumes as it was read then, instead of being
     refused as the same id with other content."""
     from dataclasses import replace
 
-    from judge.split.uncited import read_uncited
     from judge.store.base import record_sha
 
     def read(record: AnswerRecord) -> AnswerRecord:
-        new = read_uncited(record, uncited)
+        new = read_uncited(record)
         if new is record:
             return record
         stored = store.one("select record_sha256 from answers where id = ?", [record.answer_id])
