@@ -106,7 +106,8 @@ def test_requests_are_cut_into_jobs_within_the_limits(server: BatchServer,
     store = Store.open(tmp_path / "b.db")
     try:
         jobs = store.batch_jobs()
-        assert [j["requests"] for j in jobs if j["phase"] == 1] == [2, 2, 1]
+        # jobs of at most 2 requests, whatever order the store lists them in
+        assert sorted(j["requests"] for j in jobs if j["phase"] == 1) == [1, 2, 2]
         assert all(j["state"] == "read" for j in jobs)
     finally:
         store.close()
