@@ -43,6 +43,7 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,10 +64,12 @@ from judge.fitting.items import FitData, FitItem, load_items  # noqa: E402
 from judge.fitting.logistic import balanced_accuracy  # noqa: E402
 from judge.fitting.probe import fit_probe_rule  # noqa: E402
 from judge.fitting.split import folds_of  # noqa: E402
+from judge.fitting.weights import SCHEMES, pool_weights  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
 from research.fit_linear import first_items, shown_path  # noqa: E402
+from research.readers_transfer import BINARY_ONLY, NOT_SUPPORTED_SET, PER_DOCUMENT  # noqa: E402
 
 
 def figures(y: np.ndarray, pred: np.ndarray, p_s: np.ndarray, threshold: float
@@ -217,6 +220,33 @@ def write_operating(args: argparse.Namespace, golds: list[GoldFile], head: Probe
     return {"file": shown_path(args.operating), "points": len(out["points"])}
 
 
+def pool_fit(items: list[FitItem], weighting: str | None
+             ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, np.ndarray | None]:
+    """The pool's weighting of the items a head is fitted on (:func:`pool_weights`, per
+    document for SummEdits) and the label sets people gave: a SummEdits claim people found
+    inconsistent may be contradicted or not in the source (its 4-label split is a hint, never
+    a person's label). ``weighting`` None: class-balanced, every label set one label, as
+    before the pool."""
+    if weighting is None:
+        return None, None
+    datasets = [i.dataset or "-" for i in items]
+    labels = [i.label for i in items]
+    classes = [("supported" if lab == "supported" else "not_supported")
+               if ds in BINARY_ONLY else lab for ds, lab in zip(datasets, labels, strict=True)]
+    groups = [i.group for i in items]
+    allowed = np.zeros((len(items), len(LABELS)), dtype=bool)
+    for k, (cls, lab) in enumerate(zip(classes, labels, strict=True)):
+        for name in (NOT_SUPPORTED_SET if cls == "not_supported" else (lab,)):
+            allowed[k, LABELS.index(name)] = True
+
+    def weigh(idx: np.ndarray) -> np.ndarray:
+        return pool_weights([datasets[k] for k in idx], [classes[k] for k in idx],
+                            [labels[k] for k in idx], [groups[k] for k in idx], weighting,
+                            PER_DOCUMENT)
+
+    return weigh, allowed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", type=Path, required=True)
@@ -238,6 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--score", choices=("support", "stacked"), default="support",
                         help="the flag score the packaged points are set on: support, or the "
                              "stacked score of support and evidence strength")
+    parser.add_argument("--weighting", choices=SCHEMES, default=None,
+                        help="fit on the pool's weighting (judge.fitting.weights), SummEdits "
+                             "as supported vs not; default: class-balanced, as before")
+    parser.add_argument("--l2", type=float, default=None,
+                        help="fit with this L2 strength (chosen out of dataset by "
+                             "research/readers_transfer.py) instead of the grouped folds' pick")
     args = parser.parse_args(argv)
     if args.first is not None and len(args.gold) > 1:
         parser.error("--first takes one --gold file")
@@ -267,7 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         "fit": "research/fit_probe.py (judge.fitting.probe.fit_probe_rule), 10-fold CV "
                "grouped by source document or conversation",
     }
-    fitted = fit_probe_rule(x, y, fold, args.queue_recall, about=about)
+    weigh, allowed = pool_fit(items, args.weighting)
+    if args.weighting:
+        about["weighting"] = {"scheme": args.weighting, "per_document": list(PER_DOCUMENT),
+                              "label_sets": {ds: list(NOT_SUPPORTED_SET) for ds in BINARY_ONLY}}
+    fitted = fit_probe_rule(x, y, fold, args.queue_recall, about=about,
+                            lambdas=None if args.l2 is None else [args.l2],
+                            weigh=weigh, allowed=allowed)
     head = fitted.model
     assert isinstance(head, ProbeHead)
     assert fitted.out_of_fold is not None

@@ -20,7 +20,7 @@ prior's), so a vector far beyond that is refused when the head decides.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -87,36 +87,51 @@ def predict_head(x: np.ndarray, head: ProbeHead, texts: Sequence[str] | None = N
     return tied.argmin(1), probs
 
 
+#: the weight of each fitted item, given the indexes of the items a head is fitted on (a
+#: pool's weighting is computed on the items fitted, so each fold's head weighs its own)
+Weigh = Callable[[np.ndarray], np.ndarray]
+
+
 def head_out_of_fold(x: np.ndarray, y: np.ndarray, fold: Sequence[int], lam: float,
-                     prior: ProbeHead | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, probabilities) of each item from a head fitted without its fold."""
+                     prior: ProbeHead | None = None, weigh: Weigh | None = None,
+                     allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, probabilities) of each item from a head fitted without its fold (``weigh``,
+    ``allowed``: as :func:`fit_head` reads them, for the items fitted)."""
     return over_folds(fold, len(y), lambda rest, held: predict_head(
-        x[held], fit_head(x[rest], y[rest], lam, prior)))
+        x[held], fit_head(x[rest], y[rest], lam, prior,
+                          weight=None if weigh is None else weigh(rest),
+                          allowed=None if allowed is None else allowed[rest])))
 
 
 def choose_head(x: np.ndarray, y: np.ndarray, fold: Sequence[int], prior: ProbeHead | None,
-                lambdas: Sequence[float]
+                lambdas: Sequence[float], weigh: Weigh | None = None,
+                allowed: np.ndarray | None = None
                 ) -> tuple[float, ProbeHead, dict[float, tuple[np.ndarray, np.ndarray]],
                            dict[float, float]]:
     """The L2 strength with the lowest grouped cross-validated balanced log-loss (ties: the
     stronger), the head fitted with it on every item, each strength's out-of-fold
     (labels, probabilities) and its loss."""
     with threadpool_limits(limits=1, user_api="blas"):
-        oof = {lam: head_out_of_fold(x, y, fold, lam, prior) for lam in lambdas}
+        oof = {lam: head_out_of_fold(x, y, fold, lam, prior, weigh, allowed)
+               for lam in lambdas}
         cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in lambdas}
         lam = min(lambdas, key=lambda v: (cv_loss[v], -v))
-        head = fit_head(x, y, lam, prior)
+        head = fit_head(x, y, lam, prior,
+                        weight=None if weigh is None else weigh(np.arange(len(y))),
+                        allowed=allowed)
     return lam, head, oof, cv_loss
 
 
 def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_recall: float = 0.9,
                    prior: ProbeHead | None = None, about: dict[str, Any] | None = None,
                    lambdas: Sequence[float] | None = None, shift: LanguageShift | None = None,
-                   texts: Sequence[str] | None = None) -> Fitted:
+                   texts: Sequence[str] | None = None, weigh: Weigh | None = None,
+                   allowed: np.ndarray | None = None) -> Fitted:
     """The whole fit, as :func:`judge.fitting.logistic.fit_rule` does it for the linear
     rule: the L2 strength by grouped cross-validation, the head on every item, the review
     threshold on the out-of-fold verdicts. ``shift``: the language offsets the head keeps,
-    applied to ``x`` first (``texts``: what the probe read for each vector)."""
+    applied to ``x`` first (``texts``: what the probe read for each vector). ``weigh`` and
+    ``allowed``: a pool's weighting and the label sets people gave (:func:`fit_head`)."""
     x = np.asarray(x, dtype=np.float64)
     if shift is not None:
         if texts is None:
@@ -124,7 +139,7 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
         x = shift.apply(x, texts)
     if lambdas is None:
         lambdas = PRIOR_HEAD_LAMBDAS if prior is not None else HEAD_LAMBDAS
-    lam, head, oof, cv_loss = choose_head(x, y, fold, prior, lambdas)
+    lam, head, oof, cv_loss = choose_head(x, y, fold, prior, lambdas, weigh, allowed)
     cv_acc = {v: balanced_accuracy(oof[v][0], y) for v in lambdas}
     queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, queue_recall)
     info = {**(about or {}), "l2": lam, "n": int(len(y)),

@@ -103,3 +103,38 @@ def test_a_label_set_is_fitted_as_the_probability_of_the_set() -> None:
     assert (pred[exact] == y[exact]).mean() > 0.9
     with pytest.raises(ValueError, match="at least one allowed label"):
         fit_standardised(z, y, 1.0, allowed=np.zeros_like(onehot))
+
+
+def test_each_fold_s_head_is_weighed_on_its_own_items_and_keeps_the_label_sets() -> None:
+    """fit_probe_rule with a pool's weighting: every out-of-fold head weighs the items it is
+    fitted on (never the held fold's), the kept head weighs all; a label set reaches every
+    head, so the vague items still teach supported apart from not supported."""
+    from judge.fitting.probe import fit_probe_rule
+
+    rng = np.random.default_rng(5)
+    n = 240
+    x = rng.normal(size=(n, 4))
+    supported = x[:, 0] > 0
+    y = np.where(supported, 0, np.where(x[:, 1] > 0, LABELS.index("contradicted"),
+                                        LABELS.index("not_in_source")))
+    allowed = np.eye(len(LABELS), dtype=bool)[y]
+    vague = ~supported & (np.arange(n) % 2 == 0)
+    allowed[vague, LABELS.index("contradicted")] = True
+    allowed[vague, LABELS.index("not_in_source")] = True
+    fold = [i % 5 for i in range(n)]
+    asked: list[np.ndarray] = []
+
+    def weigh(idx: np.ndarray) -> np.ndarray:
+        asked.append(np.asarray(idx))
+        return np.ones(len(idx))
+
+    fitted = fit_probe_rule(x, y, fold, lambdas=[1.0], weigh=weigh, allowed=allowed)
+    folds = np.asarray(fold)
+    held_out = [set(np.flatnonzero(folds == f)) for f in range(5)]
+    assert len(asked) == 6  # five folds' heads and the kept one
+    for idx in asked[:5]:
+        assert any(not (set(idx.tolist()) & held) and len(idx) == n - len(held)
+                   for held in held_out)
+    assert sorted(asked[5].tolist()) == list(range(n))
+    pred, probs = fitted.out_of_fold
+    assert ((probs[:, 0] > 0.5) == supported).mean() > 0.9
