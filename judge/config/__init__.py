@@ -35,7 +35,8 @@ from judge.config.versioned import (
 from judge.hashing import content_hash
 
 __all__ = [
-    "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "ONE_CALL_PROMPT", "SCHEMA_VERSION",
+    "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "HOSTED_PROFILE", "ONE_CALL_PROMPT",
+    "SCHEMA_VERSION",
     "JudgeConfig", "Neutral", "OperationalSettings", "VersionedSettings", "config_path",
     "judge_version", "load_config", "short_model_name",
 ]
@@ -51,6 +52,16 @@ __all__ = [
 #: paraphrases a lexical-overlap rule would punish.
 EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
     (Path(__file__).parent / "profiles" / "embedded.toml").read_text(encoding="utf-8")
+)["judge"]
+#: Settings a hosted model (any model not under ``embedded/``, an OpenAI-compatible server
+#: included) runs with when the config names no strategy, from
+#: ``judge/config/profiles/hosted.toml``: strategy ``batch`` with ``one_call`` (a free-text
+#: answer split and judged in one call), prompts laid out for providers' prompt caches
+#: (``judge_answer`` v2, ``verify_claims`` v3), and ``label_logprobs = "auto"`` (each claim's
+#: support read from the tokens that spell its label where the provider returns
+#: log-probabilities). A config that names its strategy gets the library defaults.
+HOSTED_PROFILE: dict[str, Any] = tomllib.loads(
+    (Path(__file__).parent / "profiles" / "hosted.toml").read_text(encoding="utf-8")
 )["judge"]
 
 
@@ -97,10 +108,13 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
         # the embedded model with no strategy, or with its profile's strategy and no head of
         # its own (a bare strategy = "probe", refused before for want of a head), takes its
         # profile: the pinned head and layer; what the config sets wins
-        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and (
+        model = data.get("model", DEFAULT_MODEL)
+        if model == DEFAULT_MODEL and (
                 "strategy" not in data or (data["strategy"] == EMBEDDED_PROFILE["strategy"]
                                            and "probe_head" not in data)):
             data = {**EMBEDDED_PROFILE, **data}
+        elif not str(model).startswith("embedded/") and "strategy" not in data:
+            data = {**HOSTED_PROFILE, **data}  # a hosted model: the hosted default
         return cls.model_validate(data)
 
 

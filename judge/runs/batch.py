@@ -292,6 +292,7 @@ async def run_batch(
     summary.attempts, summary.merged_calls = stats.attempts, stats.merged
     summary.prompt_tokens, summary.completion_tokens = stats.prompt_tokens, stats.completion_tokens
     summary.cost = stats.cost
+    summary.cached_tokens = stats.cached_tokens or None
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
     # a budget's message with the final numbers (calls in flight finished since it stopped)

@@ -542,6 +542,16 @@ def m013_operating_point_score(db: sqlite_utils.Database) -> None:
     db.table("operating_points").add_column("score", str)
 
 
+@migration
+def m014_call_cache_and_label_tokens(db: sqlite_utils.Database) -> None:
+    """A call's prompt tokens the provider served from its prompt cache, when it reports them
+    (NULL: it did not), and the tokens that spell the labels of a verification call that asked
+    for log-probabilities (:mod:`judge.models.label_tokens`, JSON; NULL: none asked or
+    returned), from which each claim's support is read."""
+    db.table("calls").add_column("cached_tokens", int)
+    db.table("calls").add_column("label_tokens", str)
+
+
 @contextmanager
 def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""

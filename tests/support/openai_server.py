@@ -359,7 +359,13 @@ class OpenAIServer:
             "index": 0, "finish_reason": reply.finish_reason,
             "message": {"role": "assistant", "content": reply.content},
         }
-        if reply.top_logprobs is not None and body.get("logprobs"):
+        if reply.token_logprobs is not None and body.get("logprobs"):
+            choice["logprobs"] = {"content": [  # every token, as OpenAI gives them
+                {"token": t, "logprob": v, "bytes": list(t.encode()), "top_logprobs": [
+                    {"token": a, "logprob": w, "bytes": list(a.encode())}
+                    for a, w in top.items()]}
+                for t, v, top in reply.token_logprobs]}
+        elif reply.top_logprobs is not None and body.get("logprobs"):
             top = [{"token": t, "logprob": v, "bytes": None}
                    for t, v in sorted(reply.top_logprobs.items(), key=lambda kv: -kv[1])]
             choice["logprobs"] = {"content": [{
@@ -372,7 +378,9 @@ class OpenAIServer:
             "created": int(time.time()), "model": reply.model or self.model or body.get("model"),
             "choices": [choice],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+                      "total_tokens": prompt + completion,
+                      **({} if reply.cached_tokens is None else
+                         {"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}})},
         }
 
 
