@@ -430,7 +430,15 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
     figures["embedded"] = out
 
 
-SECTIONS = ("tokens", "cache", "gold", "peers", "throughput", "scale", "ray")
+SECTIONS = ("tokens", "cache", "gold", "peers", "throughput", "scale", "ray", "batches")
+
+
+def bench_batches(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> None:
+    """The three ways to send the calls (:mod:`batches`): online, batch API, batch file."""
+    import batches
+
+    batches.bench_batches(mock, write_jsonl(peer_records(peer), tmp, "ways.jsonl"), tmp,
+                          figures)
 
 
 def bench_fit() -> None:
@@ -523,7 +531,14 @@ def main() -> None:
                         help="also judge answers end to end, split included, on the embedded "
                              "model (bench/end_to_end.py; slow)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument("--profile", action="store_true",
+                        help="only profile the client at concurrency 32 (profile_client.py)")
     args = parser.parse_args()
+    if args.profile:
+        import profile_client
+
+        profile_client.main()
+        return
     bench_help()
     bench_prepare()
     bench_fit()
@@ -551,7 +566,8 @@ def main() -> None:
                     bench_gold(mock, tmp, figures)
                     continue
                 {"tokens": bench_tokens, "peers": bench_peers, "throughput": bench_throughput,
-                 "scale": bench_scale, "ray": bench_ray}[section](mock, peer, tmp, figures)
+                 "scale": bench_scale, "ray": bench_ray,
+                 "batches": bench_batches}[section](mock, peer, tmp, figures)
         if args.embedded:
             bench_embedded(peer, tmp, figures)
     if args.end_to_end:

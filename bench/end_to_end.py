@@ -36,8 +36,9 @@ SAMPLE = ROOT / "gold" / "samples" / "answers.jsonl"
 FACTCHECK = ROOT / "gold" / "external" / "factcheck_gpt.dev.jsonl"
 #: setting: (config overrides, environment)
 #: the instructions' states (judge.models.prefix_files) go to a fresh folder of the run, named
-#: in place of ``{states}``: the first process evaluates the instructions and saves them, the
-#: next restores them (what a user's second run gets)
+#: in place of ``{states}``: the first process evaluates the instructions, saves them and
+#: records their sha256 in its store; the next ones restore them, their fresh stores given
+#: that record (what a user's second run on the same store gets)
 STATES = "CLAIM_JUDGE_PREFIX_FILES"
 SETTINGS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "default, first process": ({}, {STATES: "{states}"}),
@@ -137,16 +138,34 @@ def run_child(inputs: Path, overrides: dict[str, Any], db: Path, env: dict[str, 
     return figures
 
 
+def seed_states(db: Path, recorded: Path) -> None:
+    """Give the new store ``db`` the instructions' states the store ``recorded`` holds: a
+    state is restored only when the run's store recorded it (judge.models.prefix_files)."""
+    sys.path.insert(0, str(ROOT))
+    from judge.store import Store
+
+    source, target = Store.open(recorded), Store.open(db)
+    target.db["prefix_states"].insert_all(source.db["prefix_states"].rows, replace=True)
+    source.close()
+    target.close()
+
+
 def run(name: str, records: list[dict[str, Any]], tmp: Path,
         settings: dict[str, tuple[dict[str, Any], dict[str, str]]]) -> dict[str, Any]:
     inputs = tmp / f"{name}.jsonl"
     inputs.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                       encoding="utf-8")
     out: dict[str, Any] = {}
+    first: Path | None = None  # the store of the first process that saved the states
     for setting, (overrides, env) in settings.items():
         db = tmp / f"{name}-{len(out)}.db"
+        states = any("{states}" in v for v in env.values())
+        if states and first is not None:
+            seed_states(db, first)
         env = {k: v.replace("{states}", str(tmp / f"{name}-states")) for k, v in env.items()}
         got = run_child(inputs, overrides, db, env, f"{name}, {setting}")
+        if states and first is None:
+            first = db
         out[setting] = got
         claims = max(got["claims"], 1)
         model = sum(s["model_s"] for s in got["steps"].values())

@@ -6,7 +6,8 @@ Pure functions over plain data (no database, no CLI). The main entry points:
   version: confusion table, accuracy, kappa, error direction (lenient / strict), review queue
   recall and load, design-weighted estimates, per-dataset figures.
 * :func:`human_agreement` — agreement between annotators, apart from the judge.
-* :func:`build_drift_report` — two judge versions on the same claims.
+* :func:`build_drift_report` — two judge versions on the same claims;
+  :func:`drift_verdict` says in one sentence which agrees more with people.
 * :func:`check_thresholds` — which gates a report violates.
 * :func:`render_calibration_html`, :func:`render_drift_html` — self-contained HTML pages.
 
@@ -18,7 +19,14 @@ May import nothing from judge (the package stands alone).
 """
 
 from calibration.direction import ErrorDirection, error_direction, lenient_rate, strict_rate
-from calibration.drift import DriftPair, DriftReport, Flip, RateChange, build_drift_report
+from calibration.drift import (
+    DriftPair,
+    DriftReport,
+    Flip,
+    RateChange,
+    build_drift_report,
+    drift_verdict,
+)
 from calibration.labels import JUDGE_ERROR, JUDGE_LABELS, LABELS
 from calibration.render import render_calibration_html, render_drift_html
 from calibration.report import (
@@ -69,6 +77,7 @@ __all__ = [
     "WeightedEstimate",
     "build_calibration_report",
     "build_drift_report",
+    "drift_verdict",
     "check_thresholds",
     "error_direction",
     "human_agreement",

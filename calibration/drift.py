@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, field_validator
 
+from calibration.formatting import defined, pct
 from calibration.labels import JUDGE_LABELS, LABELS, SUPPORTED
 from calibration.results import Estimate, ResultModel, SignificanceResult
 from calibration.stats import (
@@ -214,3 +215,35 @@ def _gold(pairs: Sequence[DriftPair], flipped: list[Flip], confidence: float) ->
         away_from_gold=directions.count("away"),
         neither=directions.count("neither"),
     )
+
+
+def _points(x: float, digits: int = 1) -> str:
+    """A difference of two shares in percentage points, signed, with a true minus sign."""
+    text = f"{100 * x:+.{digits}f}"
+    return text.replace("-", "\u2212")
+
+
+def drift_verdict(report: DriftReport) -> str:
+    """One sentence that answers "which version agrees more with people": with gold, the
+    direction of B's accuracy change against A (more or less when its interval excludes 0,
+    else "about as much"), both accuracies, the change with its interval, and the flips
+    toward and away from gold; without gold, that the report cannot say, and how much the
+    versions agree with each other."""
+    g = report.gold
+    if g is None or not g.n:
+        return (f"Without gold labels this report cannot say which version agrees more with "
+                f"people: {report.n_flipped} of {report.n} claims changed label (agreement "
+                f"{pct(report.agreement.value, 1)}); pass --gold to find out.")
+    change = g.accuracy.change
+    low, high = change.ci_low, change.ci_high
+    if defined(low) and low > 0:
+        how = "more than A"
+    elif defined(high) and high < 0:
+        how = "less than A"
+    else:
+        how = "about as much as A (the interval of the difference includes 0)"
+    interval = (f" [{_points(low)}, {_points(high)}]" if defined(low) and defined(high)
+                else "")
+    return (f"B agrees with people {how}: accuracy {pct(g.accuracy.rate_a.value, 1)} \u2192 "
+            f"{pct(g.accuracy.rate_b.value, 1)}, {_points(change.value)}{interval} points on "
+            f"{g.n} gold claims; {g.toward_gold} flips toward gold, {g.away_from_gold} away.")

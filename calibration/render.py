@@ -17,7 +17,7 @@ from jinja2 import DictLoader, Environment, StrictUndefined
 from markupsafe import Markup
 
 from calibration import plots
-from calibration.drift import DriftReport
+from calibration.drift import DriftReport, drift_verdict
 from calibration.formatting import defined, num, pct, pvalue
 from calibration.labels import JUDGE_LABELS, LABELS
 from calibration.report import CalibrationReport
@@ -250,13 +250,14 @@ _DRIFT = """{% import "macros" as m with context %}<!doctype html>
 <title>Drift report: {{ r.version_a }} → {{ r.version_b }}</title><style>{{ css }}</style>
 </head><body>
 <h1>Drift report: {{ r.version_a }} (A) → {{ r.version_b }} (B)</h1>
+<p id="verdict" class="verdict"><b>{{ verdict }}</b></p>
 <p>{{ r.n }} claims judged by both versions; {{ r.n_flipped }} changed label.</p>
 {%- if violations is not none %}
-<h2>Thresholds</h2>
+<h2>Thresholds (B against A)</h2>
 {%- if violations %}<ul>{% for v in violations %}<li class="bad">{{ v.message }}</li>
 {% endfor %}</ul>{% else %}<p>No threshold violated.</p>{% endif %}
 {%- endif %}
-<h2>Agreement and tests</h2>
+<h2>Agreement and tests: A against B</h2>
 <table>{{ m.estimates_head() }}
 {{ m.row("agreement (same label)", r.agreement) }}
 {{ m.row("Cohen's kappa A vs B", r.kappa, "num", -1.0, 1.0) }}
@@ -269,13 +270,13 @@ _DRIFT = """{% import "macros" as m with context %}<!doctype html>
 <td class="l">{{ t.method }}</td><td class="l">{{ t.note or "" }}</td></tr>
 {%- endfor %}
 </table>
-<h2>Flip table</h2>
+<h2>Flip table: A's label against B's</h2>
 <div class="charts">
 {{ plots.heatmap(r.flips, judge_labels, judge_labels, "A", "B",
                  "Flips: version A's label (rows) against version B's (columns)") }}
 </div>
 {{ m.confusion(r.flips, judge_labels, judge_labels, "A", "B", "flips") }}
-<h2>Label rates</h2>
+<h2>Label rates of A and B</h2>
 <table><tr><th class="l">label</th><th>rate A</th><th>rate B</th><th>change B − A</th>
 <th>{{ conf }} CI</th><th class="l">change</th></tr>
 {%- for label, c in r.per_label.items() %}
@@ -286,7 +287,7 @@ _DRIFT = """{% import "macros" as m with context %}<!doctype html>
 </table>
 {%- if r.gold %}
 {%- set g = r.gold %}
-<h2>Against gold ({{ g.n }} claims with a gold label)</h2>
+<h2>A and B against gold ({{ g.n }} claims with a gold label)</h2>
 <table><tr><th class="l">figure</th><th>A</th><th>{{ conf }} CI</th><th>B</th><th>{{ conf }} CI</th>
 <th>n</th><th>change B − A</th><th>{{ conf }} CI</th></tr>
 {%- for name, c in [("accuracy", g.accuracy), ("lenient rate", g.lenient),
@@ -299,7 +300,7 @@ _DRIFT = """{% import "macros" as m with context %}<!doctype html>
 <p>Flips toward gold: {{ g.toward_gold }}; away from gold: {{ g.away_from_gold }};
 neither: {{ g.neither }}.</p>
 {%- endif %}
-<h2>Flipped claims</h2>
+<h2>Claims that changed label from A to B</h2>
 {%- if r.flipped %}
 <table id="flipped"><tr><th class="l">claim</th><th class="l">text</th>
 <th class="l">A</th><th class="l">B</th>
@@ -376,7 +377,7 @@ def render_drift_html(
     ]
     return navigable(_env.get_template("drift").render(
         r=report, tests=tests, violations=None if violations is None else list(violations),
-        conf=_conf(report.confidence), claims=dict(claims or {}),
+        conf=_conf(report.confidence), claims=dict(claims or {}), verdict=drift_verdict(report),
     ))
 
 
@@ -384,8 +385,17 @@ def render_drift_html(
 
 #: sections with more table rows than this start collapsed
 COLLAPSE_ROWS = 40
-#: tables whose rows get a text filter: the misjudged claims, the flipped claims
+#: tables whose rows get a text filter: the misjudged claims (one table per version in a drift
+#: report: ``misjudged-claims-a``), the flipped claims
 FILTERED_TABLES = ("misjudged-claims", "flipped")
+_FILTERED = re.compile('<table id="((?:' + "|".join(FILTERED_TABLES) + ')(?:-[a-z0-9]+)?)"')
+_ROW = re.compile(r"<tr\b")
+
+
+def data_rows(html: str) -> int:
+    """Table rows holding data (a ``<td>``) in ``html``: a header row of ``<th>`` cells is
+    not counted, so the contents list and a table's filter give the same count."""
+    return sum("<td" in chunk for chunk in _ROW.split(html)[1:])
 
 _NAV_CSS = """
 nav.contents{background:#f7f7f9;border:1px solid #ddd;padding:.5rem 1rem;margin:1rem 0}
@@ -487,14 +497,14 @@ def navigable(page: str) -> str:
         attrs = _ID.sub("", m["attrs"])
         if "<h3>Dataset " in body:
             body = _datasets(body)
-        for table_id in FILTERED_TABLES:
-            marker = f'<table id="{table_id}"'
-            if marker in body:
-                rows = body.count("<tr", body.index(marker)) - 1
-                body = body.replace(marker, _filter_box(table_id, rows) + marker, 1)
+        for found_table in list(_FILTERED.finditer(body))[::-1]:
+            table_id, at = found_table.group(1), found_table.start()
+            end_at = body.find("</table>", at)
+            rows = data_rows(body[at:end_at if end_at >= 0 else len(body)])
+            body = body[:at] + _filter_box(table_id, rows) + body[at:]
         # rows in folded dataset blocks do not count: the section lists the datasets open
-        shown_rows = re.sub(r'<details class="dataset">.*?</details>', "", body,
-                            flags=re.S).count("<tr")
+        shown_rows = data_rows(re.sub(r'<details class="dataset">.*?</details>', "", body,
+                                      flags=re.S))
         opened = " open" if shown_rows <= COLLAPSE_ROWS else ""
         rows_note = "" if opened else f' data-rows="{shown_rows}"'
         page = (page[:m.start()]

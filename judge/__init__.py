@@ -28,7 +28,7 @@ and the types they take and return (``AnswerRecord``, ``JudgeConfig``, ``AnswerR
 Import rules: each package's docstring says what it may import ("May import ...; never
 ...", checked by ``tests/test_layout.py``); the top-level modules (``api``, ``reading``,
 ``reviewing``, ``version``, ``pipeline``) sit above the packages they use. Leaves that every
-package may import: errors, formats, hashing, labels, language, text.
+package may import: errors, formats, hashing, labels, language, masking, text.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "JUDGE_ERROR": "judge.verdicts",
     "Store": "judge.store",
     "JudgeOptions": "judge.runs.options",
+    "BatchMode": "judge.runs.deferred",
     "version_of": "judge.version",
     "answer": "judge.reading",
     "AnswerView": "judge.reading",
@@ -110,6 +111,7 @@ __all__ = [
     "AnswerRecord",
     "AnswerResult",
     "AnswerView",
+    "BatchMode",
     "CalibrationRefused",
     "CalibrationResult",
     "Check",
@@ -227,6 +229,7 @@ if TYPE_CHECKING:
         export_gold,
         record_review,
     )
+    from judge.runs.deferred import BatchMode
     from judge.runs.options import JudgeOptions
     from judge.store import Store
     from judge.verdicts import JUDGE_ERROR, Check, Claim, Evidence, Label, Subtype, Verdict

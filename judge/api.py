@@ -37,11 +37,12 @@ from judge.hashing import content_hash
 from judge.models.client import RunStopped
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_jsonl
 from judge.records.jsonl import validate_record, without_duplicates
-from judge.runs.admission import InputRefused
+from judge.runs.admission import InputRefused, read_uncited_as_stored
 from judge.runs.batch import BatchInput, Progress, run_batch
 from judge.runs.loop import run_sync
 from judge.runs.options import JudgeOptions, ResolvedOptions
 from judge.runs.summary import RunSummary
+from judge.split.uncited import read_uncited as _read
 from judge.store import Store, opened
 from judge.verdicts import AnswerStatus, Verdict
 
@@ -187,7 +188,7 @@ def judge_as(
     """:func:`judge_answers` with the run labelled ``purpose`` (the HTTP service's ``api``);
     not part of the public surface."""
     return _judge(_records_input(records), "record", config, db,
-                  ResolvedOptions.of(options, "raise"), purpose)
+                  ResolvedOptions.of(options, "raise"), purpose, read_uncited=True)
 
 
 def judge_file_as(
@@ -202,7 +203,7 @@ def judge_file_as(
     batch = read_jsonl(path)
     name = str(path) if isinstance(path, str | Path) else "stream"
     return _judge(BatchInput(batch.items, name, batch.sha256), "line", config, db,
-                  ResolvedOptions.of(options, "skip"), purpose)
+                  ResolvedOptions.of(options, "skip"), purpose, read_uncited=True)
 
 
 def _records_input(
@@ -230,13 +231,18 @@ def _judge(
     db: str | Path | Store | None,
     options: ResolvedOptions,
     purpose: str,
+    read_uncited: bool = False,
 ) -> JudgeResults:
+    """``read_uncited``: the batch is the user's input, whose answers that cite nothing are
+    read under the config's ``uncited``; gold items and drift's answers are read as they are."""
     on_error, spread = options.on_error, options.spread
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     cfg = _config(config, concurrency=options.concurrency)
     offset = 1 if what == "record" else 0
     with _store(db) as store:
+        if read_uncited:
+            batch = read_uncited_as_stored(store, batch, lambda r: _read(r, cfg.uncited))
         if offset:  # stored line numbers are 1-based positions
             items: Sequence[AcceptedLine | RejectedLine] = [_shift(i) for i in batch.items]
             batch = BatchInput(items, batch.name, batch.sha256, batch.domains)
@@ -246,7 +252,8 @@ def _judge(
                                          retry_errors=options.retry_errors,
                                          executor=spread.executor,
                                          ray_address=spread.ray_address,
-                                         workers=spread.workers, strict=on_error == "raise"))
+                                         workers=spread.workers, strict=on_error == "raise",
+                                         in_batches=options.batch))
         except InputRefused as refused:  # invalid lines, ids stored with other content
             raise RecordsError(sorted((RecordProblem(index=line - offset, reason=why)
                                        for line, why in refused.problems),

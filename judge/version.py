@@ -66,19 +66,33 @@ def register(store: Store, config: JudgeConfig, root: Path | None = None) -> Pin
     return pinned
 
 
-def missing_prompts_message(config: JudgeConfig, missing: list[str], root: Path) -> str:
-    """Which prompt versions the config must pin, and how: a ``prompts`` table naming the
-    versions it has and, for each missing prompt, its latest version."""
-    pinned = dict(config.prompts)
+def prompts_read(config: JudgeConfig) -> tuple[str, ...]:
+    """The prompts a run of ``config`` asks: ``split_claims``, its strategy's prompt, and
+    ``judge_answer`` with ``one_call``."""
+    return ("split_claims", spec_of(config.strategy).prompt,
+            *(("judge_answer",) if config.one_call else ()))
+
+
+def suggested_prompts(config: JudgeConfig, missing: list[str], root: Path) -> str:
+    """A ``prompts`` table for ``config``: the versions it pins of the prompts its strategy
+    asks and, for each ``missing`` prompt, its latest version (a prompt the strategy does not
+    ask is left out)."""
+    reads = prompts_read(config)
+    pinned = {name: version for name, version in config.prompts.items() if name in reads}
     for name in missing:
         versions = sorted((p.stem for p in (root / name).glob("v*.j2")),
                           key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
         pinned[name] = versions[-1] if versions else "v1"
     table = ", ".join(f'{name} = "{version}"' for name, version in pinned.items())
+    return f"prompts = {{{table}}}"
+
+
+def missing_prompts_message(config: JudgeConfig, missing: list[str], root: Path) -> str:
+    """Which prompt versions the config must pin, and how (:func:`suggested_prompts`)."""
     names = " and ".join(repr(n) for n in missing)
     return (f"the judge config names no version for prompt {names} (strategy "
             f"{config.strategy!r} needs it): pin one in the config, e.g. "
-            f"prompts = {{{table}}}")
+            f"{suggested_prompts(config, missing, root)}")
 
 
 def probe_bodies(config: JudgeConfig) -> dict[str, str]:

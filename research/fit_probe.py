@@ -43,6 +43,7 @@ import json
 import os
 import sys
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -274,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     threshold = fitted.review_support_below
     cv = figures(y, pred, probs[:, 0], threshold)
     shift = carried_shift(args.shift_from, data.config) if args.shift_from else None
-    head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
-                               {**head.about, "cross_validated": cv}, shift))[0]
+    head = canonical(replace(head, about={**head.about, "cross_validated": cv},
+                             shift=shift))[0]
     report: dict[str, Any] = {
         "gold": [shown_path(g) for g in args.gold], "version": data.version, "n": len(items),
         "l2": fitted.l2, "review_support_below": threshold,

@@ -11,6 +11,7 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import asyncio  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
@@ -210,6 +211,9 @@ class FakeLLM(CustomLLM):
     responder: Responder = rule_responder
     calls: list[dict[str, Any]] = field(default_factory=list)
     latency_s: float = 0.0
+    #: seconds an async completion waits before it answers, without blocking the event loop
+    #: (so the calls of answers in flight overlap, as with a remote provider)
+    async_latency_s: float = 0.0
     #: what an embedding call returns for a text: a vector, or an exception to raise
     embedder: Callable[[str], Any] = claim_in_evidence_vector
 
@@ -267,6 +271,8 @@ class FakeLLM(CustomLLM):
     async def acompletion(
         self, model: str, messages: list, *args: Any, **kwargs: Any
     ) -> ModelResponse:
+        if self.async_latency_s:
+            await asyncio.sleep(self.async_latency_s)
         return self._reply(model, messages, kwargs.get("optional_params") or {})
 
 

@@ -142,14 +142,16 @@ def find_misattribution(d: Draft) -> None:
 
 
 def refuse_blank_sources(d: Draft) -> None:
-    """An empty or whitespace-only source states nothing: a claim it would support (its
-    evidence is from blank sources only, or it has no evidence and every source it cites, or
-    every source when it cites none, is blank) is ``not_in_source`` and flagged
-    ``empty_source``. An abstention ("the sources do not say") is left to its own check."""
+    """An empty source (:attr:`judge.records.Source.is_empty`: blank text, whitespace and
+    zero-width characters included, or a JSON document that holds no value) states nothing:
+    a claim it would support (its evidence is from empty sources only, or it has no evidence
+    and every source it cites, or every source when it cites none, is empty) is
+    ``not_in_source`` and flagged ``empty_source``. An abstention ("the sources do not say")
+    is left to its own check."""
     claim = d.decision.claim
     if not d.judged or d.label != Label.SUPPORTED or claim.is_abstention:
         return
-    blank = {s.id for s in d.record.sources if s.text is not None and not s.text.strip()}
+    blank = {s.id for s in d.record.sources if s.is_empty}
     if not blank:
         return
     cited = {c.source for c in claim.citations} or {s.id for s in d.record.sources}

@@ -22,7 +22,7 @@ from judge.checks.numerals import (
     roc_year,
     tenths,
 )
-from judge.text import cached_when_short, normalize
+from judge.text import CACHED_CHARS, cached_when_short, normalize
 
 __all__ = ["EvidenceIndex", "Quantity", "extract_quantities", "parse_chinese_numeral",
            "quantity_in_evidence"]
@@ -518,12 +518,18 @@ class EvidenceIndex:
 
     @classmethod
     def of(cls, text: str) -> EvidenceIndex:
-        """The index of ``text`` (cached: one source is evidence for many claims)."""
-        return _evidence_index(text)
+        """The index of ``text`` (cached: one source is evidence for many claims; enough
+        short texts are kept for the sources of every answer in flight at concurrency 64)."""
+        return _short_index(text) if len(text) <= CACHED_CHARS else _evidence_index(text)
 
 
 @lru_cache(maxsize=32)
 def _evidence_index(text: str) -> EvidenceIndex:
+    return EvidenceIndex(extract_quantities(text), normalize(text), _compact(text))
+
+
+@lru_cache(maxsize=1024)
+def _short_index(text: str) -> EvidenceIndex:
     return EvidenceIndex(extract_quantities(text), normalize(text), _compact(text))
 
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from judge.cli import app
 from judge.cli.common import (
+    API_BASE_OPTION,
     DB_OPTION,
     EXISTING_DB_OPTION,
     console,
@@ -141,6 +142,7 @@ def eval_gold(
     db: Path = DB_OPTION,
     config: Path | None = typer.Option(None, "--config", "-c", help="Judge config (TOML)."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
+    api_base: str | None = API_BASE_OPTION,
     concurrency: int | None = typer.Option(
         None, "--concurrency", "-j", min=1, max=64,
         help="Gold items judged at once (default: the config's concurrency, 1).",
@@ -168,7 +170,7 @@ def eval_gold(
     for target in (html, output_json):
         if target is not None:
             output_path(target, db, [gold, config])
-    cfg = load_config(config, model=model, concurrency=concurrency)
+    cfg = load_config(config, model=model, api_base=api_base, concurrency=concurrency)
     preflight(cfg, db)  # before anything is stored
     store = open_store(db)
     with progress_bar("judging gold claims", quiet=as_json) as progress:

@@ -28,6 +28,10 @@ DB_OPTION = typer.Option(
 EXISTING_DB_OPTION = typer.Option(
     Path("judge.db"), "--db", help="SQLite store file.", envvar="CLAIM_JUDGE_DB"
 )
+#: where an OpenAI-compatible judge is served (operational: not part of the judge version)
+API_BASE_OPTION = typer.Option(
+    None, "--api-base", help="The judge model's OpenAI-compatible server, e.g. "
+    "http://127.0.0.1:8080/v1 (vLLM, llama.cpp); overrides the config's api_base.")
 
 
 #: Terminal escape sequences (CSI, OSC, other ESC sequences) and control characters other
@@ -94,12 +98,15 @@ def load_config(config: Path | None, **overrides: Any) -> JudgeConfig:
 def preflight(config: JudgeConfig, db: Path | None = None) -> None:
     """Stop before anything is stored when the judge cannot run as configured
     (:func:`judge.models.preflight.preflight`): no key, an unknown model string, the embedded
-    model missing, nothing answering at ``api_base``; exit 64 for the config, 1 for an
-    endpoint that does not answer."""
+    model missing, nothing answering at ``api_base``; or when a run would fail or pin a
+    setting its strategy does not read (:func:`judge.plan.check_plan`); exit 64 for the
+    config, 1 for an endpoint that does not answer."""
     from judge.models.preflight import SetupError
     from judge.models.preflight import preflight as check
+    from judge.plan import check_plan
 
     try:
+        check_plan(config)
         check(config, db)
     except SetupError as exc:
         for finding in exc.findings:
@@ -124,8 +131,10 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
         TimeRemainingColumn,
     )
 
+    # each time says what it is: the time spent so far, and the estimate of what is left
     columns = (TextColumn(f"[bold]{escape(what)}[/]"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
+               TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"),
+               TimeRemainingColumn())
     bar = Progress(*columns, console=console, disable=quiet and not sys.stderr.isatty())
     task = bar.add_task(what, total=None, start=False)
     started = False
@@ -144,6 +153,41 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int, int]
         yield progress
     finally:
         if started:
+            bar.stop()
+
+
+@contextmanager
+def batch_display(quiet: bool = False) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
+    """A line per batch job on stderr (``judge run --batch-api``): its phase (1 the splits,
+    2 the verifications), its state and the provider's counts; yields the ``show(jobs)``
+    callback. Hidden when ``quiet`` and stderr is not a terminal."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=console,
+                   disable=quiet and not sys.stderr.isatty())
+    tasks: dict[str, Any] = {}
+
+    def show(jobs: list[dict[str, Any]]) -> None:
+        if not tasks:
+            bar.start()
+        for job in jobs:
+            what = (f"batch {job.get('phase')} [bold]{escape(str(job.get('job')))}[/] "
+                    f"{escape(str(job.get('state')))}"
+                    + (f" ({escape(str(job['status']))})" if job.get("status") else "")
+                    + (f", {job['failed']} failed" if job.get("failed") else ""))
+            done = (job.get("completed") or 0) + (job.get("failed") or 0)
+            key = str(job.get("job"))
+            if key not in tasks:
+                tasks[key] = bar.add_task(what, total=job.get("requests") or None)
+            bar.update(tasks[key], description=what, completed=done,
+                       total=job.get("requests") or None)
+
+    try:
+        yield show
+    finally:
+        if tasks:
             bar.stop()
 
 

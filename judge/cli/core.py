@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,10 @@ from rich.table import Table
 
 from judge.cli import EXIT_USAGE, app
 from judge.cli.common import (
+    API_BASE_OPTION,
     DB_OPTION,
     EXISTING_DB_OPTION,
+    batch_display,
     console,
     fail,
     load_config,
@@ -44,6 +47,7 @@ def run(
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Judge config (TOML); default ./judge.toml if present."),
     model: str | None = typer.Option(None, "--model", "-m", help="Any litellm model string."),
+    api_base: str | None = API_BASE_OPTION,
     concurrency: int | None = typer.Option(
         None, "--concurrency", "-j", min=1, max=64,
         help="Answers judged at once (default: the config's concurrency, 1).",
@@ -66,13 +70,36 @@ def run(
         None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
     workers: int | None = typer.Option(
         None, "--workers", min=1, help="Ray workers (default: one per CPU of the cluster)."),
+    uncited: str | None = typer.Option(
+        None, "--uncited", help="What an answer with no citation at all cites: all_sources "
+        "(each claim is checked against every source; the default) or missing_citation "
+        "(each claim is flagged missing_citation). Overrides the config's uncited."),
+    batch_api: bool = typer.Option(
+        False, "--batch-api", help="Send the calls through the provider's batch API (half "
+        "the price; results within its window, 24 h): the splits, then the verifications. "
+        "Stopped or killed, the same command picks the batches up (nothing is sent twice)."),
+    batch_file: Path | None = typer.Option(
+        None, "--batch-file", help="Write the calls to this JSONL file for `vllm run-batch` "
+        "(OpenAI's batch format) and stop; with --batch-output, read its results first."),
+    batch_output: Path | None = typer.Option(
+        None, "--batch-output", help="The output file of `vllm run-batch` for --batch-file."),
+    batch_resend_online: bool = typer.Option(
+        False, "--batch-resend-online", help="Make online the requests that failed or "
+        "expired in a batch (default: they become judge_error claims)."),
+    batch_wait: float | None = typer.Option(
+        None, "--batch-wait", min=0.0, help="Stop (resumable, exit 4) when batches are still "
+        "running after this many seconds (default: wait)."),
+    batch_poll: float = typer.Option(
+        30.0, "--batch-poll", min=0.01, help="Seconds between two looks at a batch."),
 ) -> None:
     """Judge a batch of answers claim by claim. Resumable: run it again to finish or reuse.
 
     Exit codes: 0 clean; 2 some lines were rejected (the rest was judged); 3 some claims
     are judge_error (they are queued for review; --retry-errors judges them again); 4 the
     run stopped (the provider failed breaker_after calls in a row, or a --max-* budget was
-    spent: what finished is stored, the same command resumes); 64 usage error; 1 any other
+    spent: what finished is stored, the same command resumes; an answer starts only when
+    its expected cost fits the budget, and the summary says about how much more would finish
+    the rest); 64 usage error; 1 any other
     fatal error. When several apply, the highest of 4, 3, 2 wins.
     """
     from judge import api
@@ -84,7 +111,12 @@ def run(
         _refuse_other_formats(input)
     if executor not in ("local", "ray"):
         usage_error(f"--executor must be local or ray, not {executor!r}")
-    cfg = load_config(config, model=model, concurrency=concurrency)
+    if uncited not in (None, "all_sources", "missing_citation"):
+        usage_error(f"--uncited must be all_sources or missing_citation, not {uncited!r}")
+    cfg = load_config(config, model=model, api_base=api_base, concurrency=concurrency,
+                      uncited=uncited)
+    in_batches = _batch_mode(cfg.model, executor, batch_api, batch_file, batch_output,
+                             batch_resend_online, batch_wait, batch_poll)
     preflight(cfg, db)  # before anything is stored: the setup (keys, endpoint, store)
     from judge.decide.probe_head import ProbeHeadError
     from judge.models.embedded import ModelUnavailable
@@ -98,13 +130,16 @@ def run(
     # a path is read once, so a pipe or process substitution (<(cmd)) works as a file does
     source = sys.stdin.buffer if str(input) == "-" else input
     stopped: api.RunStopped | None = None
-    with progress_bar("judging", quiet=as_json) as progress:
+    with progress_bar("judging", quiet=as_json) as progress, \
+            batch_display(quiet=as_json) as show_batches:
+        if in_batches is not None:
+            in_batches = replace(in_batches, progress=show_batches)
         try:
             results = api.judge_file(
                 source, config=cfg, db=store, progress=progress, retry_errors=retry_errors,
                 max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost,
                 executor=executor,  # type: ignore[arg-type]
-                ray_address=ray_address, workers=workers)
+                ray_address=ray_address, workers=workers, batch=in_batches)
         except api.RunStopped as exc:
             stopped, results = exc, exc.results
         except KeyboardInterrupt:
@@ -122,6 +157,9 @@ def run(
         print_json(summary.as_dict())
     else:
         print_summary(summary)
+    flood = summary.flood()
+    if flood and not as_json:
+        console.print(f"[yellow]note:[/] {escape(flood)}")
     stale = summary.stale_warning(db)
     if stale:
         console.print(f"[yellow]warning:[/] {escape(stale)}")
@@ -140,6 +178,30 @@ def run(
                       f"{summary.pending} answer(s) left for the resume")
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
+
+
+def _batch_mode(model: str, executor: str, api: bool, file: Path | None,
+                output: Path | None, resend: bool, wait: float | None,
+                poll: float) -> Any:
+    """The run's :class:`~judge.runs.deferred.BatchMode` (None: online); a usage error (64)
+    when it cannot run."""
+    if not (api or file is not None or output is not None):
+        if resend or wait is not None:
+            usage_error("--batch-resend-online and --batch-wait go with --batch-api or "
+                        "--batch-file")
+        return None
+    from judge.runs.deferred import BatchMode
+
+    mode = BatchMode(api=api, file=file, output=output, resend_online=resend, wait_s=wait,
+                     poll_s=poll)
+    refusal = mode.refusal(model, executor)
+    if refusal:
+        usage_error(refusal)
+    if output is not None and not output.is_file():
+        usage_error(f"--batch-output {safe(output)} does not exist; run the requests of "
+                    f"{safe(file)} first (e.g. `vllm run-batch -i {safe(file)} -o "
+                    f"{safe(output)} --model MODEL`)")
+    return mode
 
 
 def _refuse_other_formats(path: Path) -> None:
@@ -179,6 +241,8 @@ def print_summary(s: RunSummary) -> None:
         ("labels", ", ".join(f"{k} {v}" for k, v in s.labels.items()) or "-"),
         ("subtypes", ", ".join(f"{k} {v}" for k, v in s.subtypes.items()) or "-"),
         ("flagged for review", str(s.flagged)),
+        ("flagged by reason",
+         ", ".join(f"{k} {v}" for k, v in s.flag_reasons.most_common()) or "-"),
         ("judge errors", str(s.judge_errors)),
         ("refused answers (self-grading)", str(len(s.refused_answers))),
         ("rejected lines", str(len(s.rejected_lines))),

@@ -26,6 +26,9 @@ DRIFT_FAIL_ON_HELP = (
     "accuracy_drop, mcnemar_p_below, stuart_maxwell_p_below."
 )
 
+#: Flipped claims listed in the terminal unless ``--show`` says otherwise.
+DEFAULT_SHOW = 10
+
 
 @app.command()
 def drift(
@@ -40,12 +43,18 @@ def drift(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report."),
     fail_on: list[str] = typer.Option([], "--fail-on", help=DRIFT_FAIL_ON_HELP),
+    show: int = typer.Option(
+        DEFAULT_SHOW, "--show", min=0,
+        help="Flipped claims to list in the terminal (0: none); --html and --json hold every "
+             "one."),
 ) -> None:
     """Compare two judge versions on the same claims: flips, agreement, significance.
 
-    The report: flip table, agreement and kappa, McNemar / Stuart–Maxwell / Bowker, label
-    rate changes, flipped claims with their text and both rationales; with --gold, each
-    version against gold and flips toward / away from it.
+    The report opens with its verdict: with --gold, whether B agrees with people more or
+    less than A (accuracy, its change with an interval, flips toward and away from gold).
+    Then the flip table, agreement and kappa, McNemar / Stuart–Maxwell / Bowker, label rate
+    changes, each version against gold, and the first --show flipped claims with their text
+    and both rationales (the HTML and JSON hold every one).
     """
     from judge import api
     from judge.cli.common import progress_bar
@@ -75,7 +84,7 @@ def drift(
     if as_json:
         print_json(data)
     else:
-        print_drift(result.report, data, result.claims)
+        print_drift(result.report, data, result.claims, show)
     if html is not None:
         write_text(html, result.to_html(thresholds), db, [gold, input])
         console.print(f"HTML report: {escape(str(html))}")

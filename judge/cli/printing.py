@@ -193,13 +193,18 @@ def print_calibration(outcome: Any, data: dict[str, Any]) -> None:
 
 
 
-def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str]) -> None:
+def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str], show: int) -> None:
+    """The drift report in the terminal: the verdict first (which version agrees more with
+    people), then the figures, then the first ``show`` flipped claims."""
+    from calibration import drift_verdict
+
     out.print(f"[bold]Drift: {escape(report.version_a)} (A) → {escape(report.version_b)} (B)"
               f"[/]")
+    out.print(f"[bold]{escape(drift_verdict(report))}[/]")
     out.print(f"{report.n} claims judged by both; {report.n_flipped} changed label; "
               f"{len(data['only_a'])} judged only by A, {len(data['only_b'])} only by B")
-    print_table(_confusion_table(report.flips, "A", "B", "Flip table"))
-    stats = Table("figure", "value [95% CI]", "n", title="Agreement between versions",
+    print_table(_confusion_table(report.flips, "A", "B", "Flip table: A's label against B's"))
+    stats = Table("figure", "value [95% CI]", "n", title="Agreement between A and B",
                   title_justify="left")
     stats.add_row("agreement (same label)", _vci(report.agreement), str(report.agreement.n))
     stats.add_row("Cohen's kappa A vs B", _vci(report.kappa, _num), str(report.kappa.n))
@@ -213,14 +218,15 @@ def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str]) -> No
                       pvalue(t.p_value), t.method + (f" ({t.note})" if t.note else ""))
     print_table(tests)
     rates = Table("label", "rate A", "rate B", "change B − A [95% CI]",
-                  title="Label rates", title_justify="left")
+                  title="Label rates of A and B", title_justify="left")
     for label, c in report.per_label.items():
         rates.add_row(label, _pct(c.rate_a.value), _pct(c.rate_b.value), _vci(c.change))
     print_table(rates)
     cal = data.get("calibration")
     if cal:
         side = Table("figure (on claims both judged)", "A", "B",
-                     title=f"Against gold ({cal['a']['n']} claims)", title_justify="left")
+                     title=f"A and B against gold ({cal['a']['n']} claims)",
+                     title_justify="left")
 
         def fig(d: dict[str, Any], key: str) -> str:
             v = d[key]
@@ -238,14 +244,17 @@ def print_drift(report: Any, data: dict[str, Any], claims: dict[str, str]) -> No
             out.print(f"flips toward gold: {g.toward_gold}; away from gold: "
                       f"{g.away_from_gold}; neither: {g.neither}")
     if report.flipped:
-        out.print(f"[bold]Flipped claims ({report.n_flipped})[/]")
-        for f in report.flipped[:100]:
+        shown = report.flipped[:max(show, 0)]
+        out.print(f"[bold]Claims that changed label from A to B ({report.n_flipped}"
+                  f"{f', the first {len(shown)}' if len(shown) < report.n_flipped else ''})[/]")
+        for f in shown:
             gold = f" (gold {f.gold_label}: {f.toward_gold})" if f.gold_label else ""
             out.print(f"  {f.claim_id}: [bold]{f.label_a} → {f.label_b}[/]{escape(gold)}")
             out.print(f"    claim: {escape(claims.get(f.claim_id, '')[:300])}")
             out.print(f"    A: {escape((f.rationale_a or '-')[:300])}")
             out.print(f"    B: {escape((f.rationale_b or '-')[:300])}")
-        if report.n_flipped > 100:
-            out.print(f"  ... {report.n_flipped - 100} more in --json / --html")
+        if report.n_flipped > len(shown):
+            out.print(f"  ... {report.n_flipped - len(shown)} more: --show "
+                      f"{report.n_flipped} lists them all, --html and --json hold every one")
     else:
         out.print("no claim changed label")

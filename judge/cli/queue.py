@@ -123,7 +123,8 @@ def build(
         run_ids = [r["id"] for r in store.runs()] if all_runs else run
         options = QueueOptions(
             sample_rate=sample_rate, min_sample=min_sample, seed=seed,
-            double_fraction=double_fraction, priority=priority_order(priority), order=order,
+            double_fraction=review.double_fraction(double_fraction),
+            priority=priority_order(priority), order=order,
             target_recall=review.target_recall if recall is None else recall,
             confidence=review.confidence if confidence is None else confidence,
             informative_share=(review.informative_share if informative_share is None
@@ -149,6 +150,7 @@ def print_summary(s: QueueSummary) -> None:
         weight = "-" if st["weight"] is None else f"{st['weight']:.4g}"
         table.add_row(name, str(st["stratum_size"]), str(st["sample_size"]), weight)
     print_table(table)
+    out.print(escape(load_line(s.strata)))
     table = Table("category", "items", "why", title="by priority", title_justify="left")
     for name in s.priority:
         if s.categories.get(name):
@@ -160,6 +162,20 @@ def print_summary(s: QueueSummary) -> None:
                   f"was fitted ({p['decided']} in all); propose a domain head with "
                   f"`{escape(p['command'])}` (the adoption rule decides), then set its "
                   f"threshold with `judge queue threshold --domain {escape(p['domain'])}`")
+
+
+def load_line(strata: dict[str, dict[str, Any]]) -> str:
+    """What reviewers get from a queue, in parts: the claims taken whole (flagged), the
+    passed claims nearest the threshold and the sampled passed claims."""
+    claims = sum(st["stratum_size"] for st in strata.values())
+    near = strata.get("near_threshold", {}).get("sample_size", 0)
+    sampled = strata.get("passed", {}).get("sample_size", 0)
+    flagged = sum(st["sample_size"] for name, st in strata.items()
+                  if name not in ("near_threshold", "passed"))
+    total = flagged + near + sampled
+    share = f" ({total / claims:.0%} of {claims} claims)" if claims else ""
+    return (f"load: {total} items{share} = {flagged} flagged + {near} passed nearest the "
+            f"threshold + {sampled} sampled passed")
 
 
 def print_points(points: list[dict[str, Any]]) -> None:
@@ -387,11 +403,14 @@ def threshold(
     (support, or the stacked score the version's packaged point names) that catches the
     target recall of problem claims with the stated confidence (exact binomial bound,
     docs/review.md#triage). Stored with the gold's hash, size and bound; the next `judge
-    queue build` uses it. Zero model calls."""
+    queue build` uses it. Zero model calls.
+
+    Exit codes: 0 a threshold was set; 3 none was (too little gold for every point: the
+    output says how many problem claims are needed); 64 usage error; 1 any other error."""
     from judge.cli.common import load_config
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected, read_gold
-    from judge.evaluation.operating import gold_scores, set_point
+    from judge.evaluation.operating import NoSupportScore, gold_scores, set_point
     from judge.fitting import FitRefused
     from judge.fitting.items import gold_from_store
     from judge.review.triage import TriageError, version_spec
@@ -428,12 +447,26 @@ def threshold(
             results.append({"domain": d, "id": row["id"], "sufficient": point.sufficient,
                             "statement": point.statement(),
                             **point.model_dump(mode="json")})
+    except NoSupportScore as exc:  # no point can be set: the same exit as too little gold
+        fail(str(exc), NO_THRESHOLD_EXIT)
     except (EvaluationError, FitRefused, TriageError, GoldRejected) as exc:
         fail(str(exc))
     if as_json:
         print_json({"judge_version": data.judge_version, "gold": data.gold,
                     "unscored": data.unscored, "points": results})
-        return
+    else:
+        _print_points(data, results)
+    if not any(r["sufficient"] for r in results):
+        console.print("[bold red]no threshold set:[/] too little gold for every point (see "
+                      "above); the queue keeps flagging by labels and checks")
+        raise typer.Exit(NO_THRESHOLD_EXIT)
+
+
+#: ``judge queue threshold`` set no threshold (too little gold): as a gate not met elsewhere.
+NO_THRESHOLD_EXIT = 3
+
+
+def _print_points(data: Any, results: list[dict[str, Any]]) -> None:
     from rich.markup import escape
 
     out.print(f"judge version {escape(data.judge_version)}, gold {escape(str(data.gold['file']))}"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import socket
 from pathlib import Path
 
 import typer
 
 from judge.cli import app
-from judge.cli.common import EXISTING_DB_OPTION, console, fail, usage_error
+from judge.cli.common import API_BASE_OPTION, EXISTING_DB_OPTION, console, fail, usage_error
 from judge.review.reviews import DEFAULT_GUIDELINE_VERSION
 
 
@@ -30,6 +32,7 @@ def serve(
         None, "--config", "-c", help="Judge config (TOML) for /v1/judge and /v1/runs."
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="Judge model override."),
+    api_base: str | None = API_BASE_OPTION,
     tokens_file: Path | None = typer.Option(
         None, "--tokens-file",
         help="File of 'token:name[:role]' lines (role: reviewer, adjudicator or admin; "
@@ -91,17 +94,45 @@ def serve(
         parse_proxies(proxies)
     except ValueError as exc:
         usage_error(str(exc))
-    cfg = load_config(config, model=model)
+    cfg = load_config(config, model=model, api_base=api_base)
     application = create_app(
         db, tokens=tokens, judge_config=cfg, reveal_judge=reveal_judge,
         guideline_version=guideline_version, max_body_bytes=int(max_body_mb * 1024 * 1024),
         max_batch_bytes=int(max_batch_mb * 1024 * 1024), cookie_secure=cookie_secure,
         trusted_proxies=proxies,
     )
+    listener = bind(host, port)  # a port in use is a usage error before anything is said
     roles = ", ".join(f"{i.name} ({i.role})" for i in tokens.values())
     console.print(f"serving {db} on http://{host}:{port}/review  ·  identities: {roles}"
                   + ("  ·  [yellow]judge opinion revealed[/]" if reveal_judge else ""))
     # the service reads X-Forwarded-For itself, from the listed proxies only (uvicorn would
     # trust it from 127.0.0.1, i.e. from anyone on this machine)
-    uvicorn.run(application, host=host, port=port, log_level="info", server_header=False,
-                proxy_headers=False)
+    server = uvicorn.Server(uvicorn.Config(application, log_level="info", server_header=False,
+                                           proxy_headers=False))
+    with listener:
+        server.run(sockets=[listener])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use (or an address this machine
+    does not have) is said in one line with the fix, as a usage error (exit 64), instead of
+    uvicorn's bind error after "serving on"."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        usage_error(f"--host {host!r} is not an address this machine can bind ({exc})")
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        why = ("is in use by another process" if exc.errno == errno.EADDRINUSE
+               else f"cannot be bound ({exc.strerror or exc})")
+        usage_error(f"port {port} on {host} {why}: pass another --port, or stop the process "
+                    f"that holds it")
+    sock.set_inheritable(True)
+    return sock

@@ -61,17 +61,24 @@ def doctor(
     model: str | None = MODEL_OPTION,
     db: Path = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    online: bool = typer.Option(
+        False, "--online", help="Also send the provider one cheap authenticated request (a "
+        "1-token completion), so a refused key or an unknown model shows now."),
 ) -> None:
-    """Check the setup: config, model string, key, endpoint, embedded model, store.
+    """Check the setup and what a run will do: config, model string, key, endpoint, embedded
+    model, store; the strategy's prompts, the settings it reads, the probe head.
 
-    Prints each check and, for a problem, the fix. No model call is made; an api_base (or
-    $<PROVIDER>_API_BASE) is contacted (GET /models). Exit codes: 0 all good; 64 a problem in
-    the config or the environment; 1 the endpoint does not answer.
+    Prints each check and, for a problem, the fix. No model call is made unless --online; an
+    api_base (or $<PROVIDER>_API_BASE) is contacted (GET /models). Exit codes: 0 all good; 64
+    a problem in the config or the environment (a refused key included); 1 the endpoint does
+    not answer.
     """
     from judge.models.preflight import diagnose
+    from judge.plan import plan_findings
 
     cfg, path = _config(config, model)
-    found = diagnose(cfg, config_path=path, db=db)
+    found = diagnose(cfg, config_path=path, db=db, online=online)
+    found.findings += plan_findings(cfg)
     if as_json:
         print_json(found.as_dict())
     else:
@@ -102,7 +109,7 @@ def models(
     row = {"config": str(path) if path else None, "model": cfg.model,
            "strategy": cfg.strategy, "provider": where.provider,
            "key_variables": list(where.key_variables), "missing_keys": list(where.missing_keys),
-           "endpoint": where.endpoint, "endpoint_from": where.endpoint_from,
+           "endpoint": where.shown_endpoint, "endpoint_from": where.endpoint_from,
            "judge_version": version_of(cfg)}
     if as_json:
         print_json(row)
@@ -116,7 +123,7 @@ def models(
                        ("model", cfg.model), ("strategy", cfg.strategy),
                        ("provider", where.provider or f"unknown: {where.error}"),
                        ("key variable", keys),
-                       ("endpoint", f"{where.endpoint or '-'} ({where.endpoint_from})"),
+                       ("endpoint", f"{where.shown_endpoint or '-'} ({where.endpoint_from})"),
                        ("judge version", row["judge_version"])):
         table.add_row(key, safe(value))
     print_table(table)

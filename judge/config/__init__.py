@@ -23,6 +23,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from judge.config.operations import OperationalSettings
 from judge.config.versioned import (
     DEFAULT_MODEL,
@@ -33,6 +35,7 @@ from judge.config.versioned import (
     neutral_values,
 )
 from judge.hashing import content_hash
+from judge.masking import mask
 
 __all__ = [
     "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "HOSTED_PROFILE", "ONE_CALL_PROMPT",
@@ -105,6 +108,11 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
             if "judge" in raw and isinstance(raw.get("review"), dict):
                 data["review"] = raw["review"]  # the [review] table beside [judge]
         data.update({k: v for k, v in overrides.items() if v is not None})
+        if "api_key" in data:
+            raise ValueError(
+                "api_key is not a setting: a key is never read from a file; remove it and "
+                "export the provider's variable instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+                "...; `judge doctor` names the one the model needs)")
         # the embedded model with no strategy, or with its profile's strategy and no head of
         # its own (a bare strategy = "probe", refused before for want of a head), takes its
         # profile: the pinned head and layer; what the config sets wins
@@ -115,7 +123,13 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
             data = {**EMBEDDED_PROFILE, **data}
         elif not str(model).startswith("embedded/") and "strategy" not in data:
             data = {**HOSTED_PROFILE, **data}  # a hosted model: the hosted default
-        return cls.model_validate(data)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:  # an invalid value is echoed: never a secret
+            shown = mask(str(exc))
+            if shown != str(exc):
+                raise ValueError(shown) from None
+            raise
 
 
 def _heads_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:

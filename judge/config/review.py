@@ -21,3 +21,12 @@ class ReviewSettings(BaseModel):
     informative_share: float = Field(default=0.1, ge=0.0, lt=1.0)
     #: new reviews in a domain after which `judge fit --domain` is proposed
     refit_after: int = Field(default=40, ge=1)
+    #: people who review each queue item: 1 (a seeded share, ``--double-fraction``, gets a
+    #: second review) or 2 (every item is reviewed twice, disagreements adjudicated); the
+    #: review pages give an item to at most as many people at once as reviews it needs
+    reviewers_per_item: int = Field(default=1, ge=1, le=2)
+
+    def double_fraction(self, asked: float) -> float:
+        """The share of items that get a second review: every item with two reviewers per
+        item, else ``asked``."""
+        return 1.0 if self.reviewers_per_item == 2 else asked

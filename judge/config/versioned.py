@@ -209,6 +209,11 @@ class VersionedSettings(BaseModel):
             return None
         return "atomic/v1" if self.split_atomic is True else self.split_atomic
 
+    @property
+    def decision_prompt(self) -> str:
+        """The prompt the strategy asks to decide claims (``verify_claims`` for ``batch``)."""
+        return spec_of(self.strategy).prompt
+
     @field_validator("prompts")
     @classmethod
     def _prompt_versions(cls, value: dict[str, str]) -> dict[str, str]:

@@ -227,12 +227,18 @@ def decide_probe(config: JudgeConfig, head: ProbeHead, claim: Claim, located: li
     """The program's part: the head's probabilities (after the language offset of what the
     probe read, when the head has one) and the decision. Pure, so replay and ``judge fit``
     decide stored vectors exactly as the pipeline does. A vector the head cannot read
-    (another model's) fails closed."""
+    (another model's, all zeros, constant, or far outside what the head was fitted on:
+    :meth:`ProbeHead.refusal`) fails closed, naming the reason."""
     version = config.prompts["probe_claim"]
+    text = probe_text(claim.text, located)
     try:
-        row = head.probabilities(vector, [probe_text(claim.text, located)])[0]
+        refused = head.refusal(vector, text)
+        row = head.probabilities(vector, [text])[0]
     except ProbeHeadError as exc:
         return Decision(claim, None, f"probe head ({version}): {exc}; fail closed", [call])
+    if refused:
+        return Decision(claim, None, f"probe vector refused ({version}): {refused}; fail "
+                        "closed", [call])
     probs = {label: float(p) for label, p in zip(head.labels, row, strict=True)}
     if not all(np.isfinite(list(probs.values()))):
         return Decision(claim, None, f"probe probabilities are not numbers ({version}); "

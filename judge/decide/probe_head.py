@@ -15,6 +15,15 @@ probe reads as a language the head has an offset for (by the rule the head names
 :data:`judge.language.LANGUAGE_RULES`), the offset is subtracted from the vector before the
 standardisation. The offset is part of the file, so of its sha256 and of the judge version.
 A head without one is written and read exactly as before.
+
+A head also says how far the vectors it was fitted on reach (``range``, :class:`Reach`: the
+largest standardised component and the largest root mean square of any of them; written by
+``judge fit`` and research/fit_probe.py), and :meth:`ProbeHead.refusal` refuses a vector far
+beyond that, or one that is all zeros or constant (:func:`judge.models.vectors.degenerate`).
+A head that records no range is read with the bound its standardisation implies
+(:meth:`ProbeHead.reach`). The check sits where the decision is made
+(:func:`judge.decide.probe.decide_probe`), so a fresh vector and a replayed one are refused
+alike.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from judge.language import LANGUAGE_RULES
+from judge.models.vectors import degenerate
 from judge.verdicts import LABELS
 
 #: Where the heads shipped with the package are (``builtin:<name>`` → ``<name>.json``).
@@ -39,8 +49,67 @@ BUILTIN_PREFIX = "builtin:"
 FORMAT = "claim-judge/probe-head/v1"
 
 
+#: How many times farther than the fitted vectors reach (:class:`Reach`) a vector may read
+#: before it is refused as not a hidden state of the kind the head reads (docs/probe.md).
+REACH_MARGIN = 4.0
+#: The reach assumed for a head that records none and whose standardisation is not its own
+#: fit's (no ``about.n``, or shrunk toward another head's): what the standardisation of 10,001
+#: vectors allows at most (:meth:`ProbeHead.reach`).
+REACH_UNKNOWN = 100.0
+
+
 class ProbeHeadError(ValueError):
     """A head file that is missing, altered (sha256) or malformed."""
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How far a head's fitted vectors reach in its standardised units: ``peak``, the largest
+    absolute standardised component of any of them; ``spread``, the largest root mean square
+    of one vector's standardised components. Any number of components: the statistics are
+    per vector, so a head over concatenated readers records two numbers as any other."""
+
+    peak: float
+    spread: float
+
+    @classmethod
+    def of(cls, z: np.ndarray) -> Reach:
+        """The reach of standardised vectors ``z`` (n x dim)."""
+        z = np.atleast_2d(np.asarray(z, dtype=np.float64))
+        if z.size == 0:
+            raise ValueError("the reach of no vector")
+        peak, spread = _peaks(z), _spreads(z)
+        return cls(float(f"{peak.max():.6g}"), float(f"{spread.max():.6g}"))
+
+    def widest(self, other: Reach | None) -> Reach:
+        """The reach of both (a domain's head reads what its prior read, and more)."""
+        if other is None:
+            return self
+        return Reach(max(self.peak, other.peak), max(self.spread, other.spread))
+
+    def as_dict(self) -> dict[str, float]:
+        return {"peak": self.peak, "spread": self.spread}
+
+
+def _peaks(z: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.abs(z).max(1)
+    return out
+
+
+def _spreads(z: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.sqrt(np.mean(np.square(z), 1))
+    return out
+
+
+def reach_from(data: Any) -> Reach:
+    """A head file's ``range`` block, checked: two finite positive numbers."""
+    try:
+        reach = Reach(float(data["peak"]), float(data["spread"]))
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ProbeHeadError(f"a head's range needs a peak and a spread: {exc}") from None
+    if not all(np.isfinite(v) and v > 0 for v in (reach.peak, reach.spread)):
+        raise ProbeHeadError("a head's range must be two finite positive numbers")
+    return reach
 
 
 @dataclass(frozen=True)
@@ -88,18 +157,19 @@ class ProbeHead:
     intercept: np.ndarray  # labels
     about: dict[str, Any] = field(default_factory=dict, compare=False)
     shift: LanguageShift | None = field(default=None, compare=False)
+    #: how far the vectors it was fitted on reach (None: not recorded, see :meth:`reach`)
+    fitted_range: Reach | None = field(default=None, compare=False)
 
     @property
     def dim(self) -> int:
         return int(self.mean.size)
 
-    def logits(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
-        """The labels' logits of each vector; ``texts``: what the probe read for each
-        (:func:`judge.decide.probe.probe_text`), required by a head with a language shift."""
+    def standardised(self, vectors: np.ndarray, texts: Sequence[str] | None = None
+                     ) -> np.ndarray:
+        """Each vector as the head reads it: the language offset subtracted (``texts``: what
+        the probe read for each, :func:`judge.decide.probe.probe_text`, required by a head
+        with a language shift), then standardised. Not for the uniform head."""
         x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
-        if self.dim == 0:  # the uniform head (builtin:uniform) reads no number
-            out: np.ndarray = np.tile(self.intercept, (x.shape[0], 1))
-            return out
         if x.shape[1] != self.dim:
             raise ProbeHeadError(
                 f"the head reads vectors of {self.dim} numbers, the model gave {x.shape[1]} "
@@ -110,8 +180,60 @@ class ProbeHead:
                     "this head shifts vectors by the language read: give the text the probe "
                     "read for each vector (judge.decide.probe.probe_text)")
             x = self.shift.apply(x, texts)
-        logits: np.ndarray = ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        z: np.ndarray = (x - self.mean) / self.scale
+        return z
+
+    def logits(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
+        """The labels' logits of each vector; ``texts`` as for :meth:`standardised`."""
+        if self.dim == 0:  # the uniform head (builtin:uniform) reads no number
+            rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64)).shape[0]
+            out: np.ndarray = np.tile(self.intercept, (rows, 1))
+            return out
+        logits: np.ndarray = self.standardised(vectors, texts) @ self.coef.T + self.intercept
         return logits
+
+    def reach(self) -> Reach | None:
+        """How far the vectors the head was fitted on reach: as recorded (``range``); for a
+        head that records none, the most its standardisation allows. A head fitted without a
+        prior standardises by its ``about.n`` vectors' own mean and standard deviation, so no
+        component of any of them lies farther than sqrt(n - 1) deviations from the mean
+        (Samuelson's inequality), nor can their root mean square; a head whose
+        standardisation is another's is given :data:`REACH_UNKNOWN`. None: the uniform head,
+        which reads no number."""
+        if self.dim == 0:
+            return None
+        if self.fitted_range is not None:
+            return self.fitted_range
+        n = self.about.get("n")
+        if isinstance(n, int) and n >= 2 and not self.about.get("shrunk_toward"):
+            bound = float(np.sqrt(n - 1))
+            return Reach(bound, bound)
+        return Reach(REACH_UNKNOWN, REACH_UNKNOWN)
+
+    def refusal(self, vector: np.ndarray, text: str | None = None) -> str | None:
+        """Why this head must not decide from ``vector`` (None: it may): all zeros or
+        constant (:func:`judge.models.vectors.degenerate`), or farther out than
+        :data:`REACH_MARGIN` times what the vectors it was fitted on reach (:meth:`reach`).
+        ``text``: what the probe read (a head with a language shift needs it). Raises
+        ``ProbeHeadError`` for a vector of another length."""
+        problem = degenerate(vector)
+        reach = self.reach()
+        if problem or reach is None:
+            return problem
+        z = self.standardised(vector, None if text is None else [text])
+        peak, spread = float(_peaks(z)[0]), float(_spreads(z)[0])
+        for what, value, fitted in (("largest standardised component", peak, reach.peak),
+                                    ("standardised components' root mean square", spread,
+                                     reach.spread)):
+            if not value <= REACH_MARGIN * fitted:
+                recorded = ("the vectors it was fitted on reach" if self.fitted_range
+                            else "its standardisation allows")
+                return (f"the hidden-state vector is far outside the vectors the head was "
+                        f"fitted on: its {what} is {value:.4g}, where {recorded} "
+                        f"{fitted:.4g} (refused beyond {REACH_MARGIN:g} times that); check "
+                        "that the provider serves the model and layer the head was fitted on "
+                        "(docs/probe.md)")
+        return None
 
     def probabilities(self, vectors: np.ndarray, texts: Sequence[str] | None = None
                       ) -> np.ndarray:
@@ -133,6 +255,8 @@ class ProbeHead:
         }
         if self.shift is not None:
             out["shift"] = self.shift.as_dict()
+        if self.fitted_range is not None:
+            out["range"] = self.fitted_range.as_dict()
         return out
 
     def dumps(self) -> str:
@@ -163,7 +287,9 @@ def from_dict(data: dict[str, Any]) -> ProbeHead:
                                                                         intercept)):
         raise ProbeHeadError("head holds non-finite numbers or a non-positive scale")
     shift = shift_from(data["shift"], dim) if "shift" in data else None
-    return ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}), shift)
+    reach = reach_from(data["range"]) if "range" in data else None
+    return ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}), shift,
+                     reach)
 
 
 def shift_from(data: Any, dim: int) -> LanguageShift:

@@ -90,6 +90,9 @@ class CalibrationOutcome:
     #: what the reviews of the newest queue of this version say of its recall
     #: (:func:`judge.review.triage.recall_watch`)
     recall_watch: dict[str, Any] | None = None
+    #: what reviewers would get from a queue over these claims, in parts
+    #: (:func:`judge.review.design.load_parts`, with the ``[review]`` settings)
+    load_parts: dict[str, int] | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -193,7 +196,8 @@ def calibrate(
     matching = matched_gold(store, gold, judge_version, entries=entries, refs=refs,
                             restrict=restrict, index=index)
     judge_version = matching.judge_version
-    point_of = PointFinder(store, review or ReviewSettings())
+    review = review or ReviewSettings()
+    point_of = PointFinder(store, review)
     items, human, population, notes = calibration_items(matching, point_of)
     kwargs: dict[str, Any] = {}
     if n_resamples is not None:
@@ -218,7 +222,20 @@ def calibrate(
         report=report, matching=matching, model=index.models[judge_version], gate=gate,
         operating_points=point_of.used(), recall_watch=_watch(store, judge_version),
         gold=gold_summary(gold, len(entries), matching),
+        load_parts=_load_parts(items, review),
     )
+
+
+def _load_parts(items: Sequence[CalibrationItem], review: ReviewSettings) -> dict[str, int]:
+    """A queue over these claims with the ``[review]`` settings (and the queue's default
+    sample), in parts: the claims the operating point flags, then what comes on top."""
+    from judge.review.design import load_parts
+    from judge.review.queue import QueueOptions
+
+    flagged = sum(bool(i.in_queue) for i in items)
+    options = QueueOptions(target_recall=review.target_recall, confidence=review.confidence,
+                           informative_share=review.informative_share)
+    return load_parts(flagged, len(items) - flagged, options)
 
 
 def gold_summary(gold: GoldFile, items: int, matching: Matching) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from calibration import (
     DriftReport,
     ThresholdViolation,
     build_drift_report,
+    drift_verdict,
     render_drift_html,
 )
 from calibration import check_thresholds as check_drift_thresholds
@@ -121,6 +122,7 @@ class DriftResult:
             "generated_at": self.generated_at,
             "version_a": report.version_a,
             "version_b": report.version_b,
+            "verdict": drift_verdict(report),
             "n": report.n,
             "flips": dump["flips"],
             "n_flipped": report.n_flipped,
@@ -152,7 +154,7 @@ class DriftResult:
                 outcome = self.outcomes[key]
                 page = inject_html(page, extra_html(
                     outcome, f"Version {name} ({outcome.report.judge_version}): "
-                             "gates and gold coverage"))
+                             "gates and gold coverage", version=name))
         return page
 
 

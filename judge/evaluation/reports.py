@@ -3,6 +3,7 @@ as HTML, threshold checks for CI gates, and what judging the claims cost."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -150,6 +151,8 @@ def calibration_json(outcome: CalibrationOutcome) -> dict[str, Any]:
         "review_support_below": outcome.review_support_below,
         "operating_points": outcome.operating_points or [],
         "recall_watch": outcome.recall_watch,
+        "queue_load_parts": outcome.load_parts,
+        "in_sample_points": [p.get("point_id") or p.get("source") for p in in_sample(outcome)],
         **flatten_figures(r),
         "refused_answers": {
             "count": len(m.refused),
@@ -190,19 +193,109 @@ def _lang(text: str) -> str:
     return f' lang="{tag}"' if tag else ""
 
 
-def _watch_html(watch: dict[str, Any] | None) -> list[str]:
+def _watch_html(watch: dict[str, Any] | None, suffix: str) -> list[str]:
     if not watch:
         return []
     bad = watch["status"] in ("below", "significantly_below")
-    return [f"<p id=\"recall-watch\" class=\"{'bad' if bad else ''}\">Recall watch (queue "
-            f"{_esc(watch['queue_id'])}): {_esc(watch['message'])}</p>"]
+    return [f"<p id=\"recall-watch{suffix}\" class=\"{'bad' if bad else ''}\">Recall watch "
+            f"(queue {_esc(watch['queue_id'])}): {_esc(watch['message'])}</p>"]
 
 
-def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and coverage") -> str:
-    """A section the calibration package's page does not have: the validity gate (apart from
-    the rates), refused answers and gold items without a verdict, and the gold file."""
+def in_sample(outcome: CalibrationOutcome) -> list[dict[str, Any]]:
+    """The operating points set on the very gold this report measures (same sha256): the
+    figures at those points are in-sample, optimistic for new claims."""
+    sha = outcome.gold.get("sha256")
+    return [p for p in outcome.operating_points or [] if sha and p.get("gold_sha256") == sha]
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.0%}" if whole else "–"
+
+
+def load_sentence(parts: dict[str, int]) -> str:
+    """What reviewers get from a queue over ``parts['claims']`` claims, in parts."""
+    n = parts["claims"]
+    return (f"A queue over these {n} claims with the [review] settings gives reviewers "
+            f"{parts['total']} claims ({_share(parts['total'], n)}): {parts['flagged']} the "
+            f"operating point and the checks flag ({_share(parts['flagged'], n)}), "
+            f"{parts['near_threshold']} passed claims nearest the threshold "
+            f"({_share(parts['near_threshold'], n)}, [review] informative_share) and "
+            f"{parts['sampled']} sampled passed claims ({_share(parts['sampled'], n)}, the "
+            "queue's sample rate and minimum sample).")
+
+
+def lead_html(outcome: CalibrationOutcome) -> str:
+    """The answer a calibration page opens with: the operating point and the recall it
+    states, the recall measured here (marked in-sample when the point was set on this gold),
+    the recall watch, and the load reviewers get, broken into its parts."""
+    r = outcome.report
+    inside = in_sample(outcome)
+    stated = [p for p in outcome.operating_points or [] if p.get("threshold") is not None
+              and p.get("source") in ("gold", "default")]
+    parts = ['<section id="answer" class="answer">']
+    for p in outcome.operating_points or []:
+        where = f" domain {_esc(p['domain'])}" if p.get("domain") else ""
+        mark = (" <b class=\"bad\">In-sample:</b> set on this gold file, so the figures at "
+                "this point below are measured on the claims it was fitted to and are "
+                "optimistic for new claims." if p in inside else "")
+        parts.append(f"<p><b>Operating point</b> of {_esc(p['judge_version'])}{where} "
+                     f"({_esc(p['source'])}): {_esc(p['statement'])}.{mark}</p>")
+    if stated:
+        target = min(p["target_recall"] for p in stated)
+        confidence = min(p["confidence"] for p in stated)
+        measured = r.queue_recall
+        ci = (f" [{measured.ci_low:.0%}, {measured.ci_high:.0%}]"
+              if math.isfinite(measured.ci_low) and math.isfinite(measured.ci_high) else "")
+        where = ("in-sample: on the gold the point was set on" if inside else
+                 "out-of-sample: this gold was not used to set the point")
+        value = f"{measured.value:.0%}" if math.isfinite(measured.value) else "–"
+        parts.append(f"<p id=\"stated-recall\"><b>Stated recall</b> &ge; {target:.0%} with "
+                     f"{confidence:.0%} confidence; measured here {value}{ci} on "
+                     f"{measured.n} problem claims ({where}).</p>")
+    else:
+        parts.append("<p id=\"stated-recall\"><b>No stated recall</b>: this version has no "
+                     "operating point set from gold, so the queue flags by labels and review "
+                     "reasons; set one with <code>judge queue threshold</code>.</p>")
+    watch = outcome.recall_watch
+    bad = "bad" if watch and watch["status"] in ("below", "significantly_below") else ""
+    said = (f"queue {_esc(watch['queue_id'])}: {_esc(watch['message'])}" if watch else
+            "no queue of this version in the store yet")
+    parts.append(f"<p id=\"recall-watch\" class=\"{bad}\"><b>Recall watch</b>: {said}</p>")
+    if outcome.load_parts:
+        parts.append(f"<p id=\"load\"><b>Load</b>: {_esc(load_sentence(outcome.load_parts))}"
+                     "</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def inject_lead(page: str, lead: str) -> str:
+    """Put ``lead`` right under the page's title, above the contents list."""
+    at = page.find("</h1>")
+    if at < 0:
+        return lead + page
+    at += len("</h1>")
+    return page[:at] + "\n" + lead + page[at:]
+
+
+def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and coverage",
+               version: str | None = None) -> str:
+    """Sections the calibration package's page does not have: the validity gate (apart from
+    the rates), refused answers and gold items without a verdict, the gold file, the
+    reliability of support and the misjudged claims. ``version`` (``"A"``, ``"B"``: one of
+    two on a drift page) names the version in every section title and id, and adds its
+    operating point and recall watch (a calibration page opens with those,
+    :func:`lead_html`)."""
     g, m = outcome.gate, outcome.matching
     status = "passed" if g["passed"] else "FAILED"
+    suffix = f"-{version.lower()}" if version else ""
+    named = f"Version {version}: " if version else ""
+    point = [
+        f"<h3 id=\"operating-point{suffix}\">Operating point of the queue</h3>",
+        *[f"<p>{_esc(p['judge_version'])}{' domain ' + _esc(p['domain']) if p['domain'] else ''}"
+          f" ({_esc(p['source'])}): {_esc(p['statement'])}</p>"
+          for p in outcome.operating_points or []],
+        *_watch_html(outcome.recall_watch, suffix),
+    ] if version else []
     parts = [
         f"<h2>{_esc(title)}</h2>",
         "<h3>Validity gate (zero tolerance, not a rate)</h3>",
@@ -218,11 +311,7 @@ def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and co
         f"<p>Gate: <b class=\"{'' if g['passed'] else 'bad'}\">{status}</b>. Answer citations "
         f"that do not resolve (the answer's fault, sent to review): "
         f"{g['answer_citation_failures']}.</p>",
-        "<h3 id=\"operating-point\">Operating point of the queue</h3>",
-        *[f"<p>{_esc(p['judge_version'])}{' domain ' + _esc(p['domain']) if p['domain'] else ''}"
-          f" ({_esc(p['source'])}): {_esc(p['statement'])}</p>"
-          for p in outcome.operating_points or []],
-        *_watch_html(outcome.recall_watch),
+        *point,
         "<h3>Coverage of the gold file</h3>",
         f"<p>Gold file <code>{_esc(outcome.gold['file'])}</code> (sha256 "
         f"{_esc(outcome.gold['sha256'][:12])}): {outcome.gold['items']} items; "
@@ -242,17 +331,19 @@ def extra_html(outcome: CalibrationOutcome, title: str = "Gates, refusals and co
         parts.append(f"<p class=\"note\">Not judged: {shown}"
                      f"{' …' if len(m.not_judged) > 50 else ''}</p>")
     bins = support_bins(outcome)
-    parts.append("<h2 id=\"reliability\">Reliability of support</h2><p>support is the "
+    heading = f"{named}reliability of support" if version else "Reliability of support"
+    parts.append(f"<h2 id=\"reliability{suffix}\">{heading}</h2><p>support is the "
                  "judge's probability that a claim is supported. Per tenth of its range: the "
                  "mean predicted against the share of those claims that gold says are "
                  f"supported ({sum(n for *_, n in bins)} claims with a support value).</p>")
     parts.append(str(reliability(bins, "Reliability of support: predicted against observed")))
     wrong = misjudged(outcome)
-    parts.append(f"<h2 id=\"misjudged\">Claims the judge got wrong ({len(wrong)})</h2>")
+    who = f"{named}claims it" if version else "Claims the judge"
+    parts.append(f"<h2 id=\"misjudged{suffix}\">{who} got wrong ({len(wrong)})</h2>")
     if wrong:
         parts.append("<p>Lenient first (the judge passed a claim people rejected), then "
                      "strict (it flagged a claim people accepted).</p>")
-        parts.append("<table id=\"misjudged-claims\"><tr><th class=\"l\">claim</th>"
+        parts.append(f"<table id=\"misjudged-claims{suffix}\"><tr><th class=\"l\">claim</th>"
                      "<th class=\"l\">direction</th><th class=\"l\">gold</th>"
                      "<th class=\"l\">judge</th><th>support</th>"
                      "<th class=\"l\">judge's rationale</th>"
@@ -362,5 +453,5 @@ class CalibrationResult:
 
     def to_html(self) -> str:
         """A self-contained HTML page."""
-        return inject_html(render_calibration_html(self.outcome.report),
-                           extra_html(self.outcome))
+        page = render_calibration_html(self.outcome.report)
+        return inject_html(inject_lead(page, lead_html(self.outcome)), extra_html(self.outcome))

@@ -12,18 +12,23 @@ too: at the strongest the domain keeps the prior's weights and refits only its i
 A language shift (:class:`judge.decide.probe_head.LanguageShift`, the offsets of the head that
 decides the claims now) is kept, not fitted: the vectors are shifted by it before the fit and
 the fitted head carries it, so it decides new claims the way it was fitted.
+
+The fitted head records how far its vectors reach in its standardisation
+(:class:`judge.decide.probe_head.Reach`; a domain's head, the wider of its own and its
+prior's), so a vector far beyond that is refused when the head decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from judge.decide.options import TIE_ORDER
-from judge.decide.probe_head import LanguageShift, ProbeHead, canonical
+from judge.decide.probe_head import LanguageShift, ProbeHead, Reach, canonical
 from judge.fitting.logistic import (
     Fitted,
     balanced_accuracy,
@@ -59,8 +64,12 @@ def fit_head(x: np.ndarray, y: np.ndarray, lam: float, prior: ProbeHead | None =
     else:
         mu, sd = x.mean(0), x.std(0)
         sd = np.where(sd > 1e-8, sd, 1.0)
-    w = fit_standardised((x - mu) / sd, y, lam, center, start, weight, allowed)
-    head = ProbeHead(tuple(LABELS), mu, sd, w[:-1].T.copy(), w[-1].copy(), dict(about or {}))
+    z = (x - mu) / sd
+    w = fit_standardised(z, y, lam, center, start, weight, allowed)
+    # how far the fitted vectors reach (a domain's head also reads what its prior read)
+    reach = Reach.of(z).widest(prior.reach() if prior is not None else None)
+    head = ProbeHead(tuple(LABELS), mu, sd, w[:-1].T.copy(), w[-1].copy(), dict(about or {}),
+                     fitted_range=reach)
     return canonical(head)[0]
 
 
@@ -121,8 +130,7 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
     info = {**(about or {}), "l2": lam, "n": int(len(y)),
             "review_support_below": queue["review_support_below"],
             "shrunk_toward": (prior.about.get("name") if prior is not None else None)}
-    head = canonical(ProbeHead(head.labels, head.mean, head.scale, head.coef, head.intercept,
-                               info, shift))[0]
+    head = canonical(replace(head, about=info, shift=shift))[0]
     return Fitted(head, lam, queue["review_support_below"], (f"h{head.dim}",), len(y), cv_loss,
                   cv_acc, queue, shrunk_toward_current=prior is not None,
                   lambdas=tuple(lambdas), out_of_fold=oof[lam])

@@ -13,6 +13,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
+from judge.masking import mask  # noqa: E402
 from judge.store import now  # noqa: E402
 
 #: Provider errors worth a backoff and another try (litellm / openai exception names).
@@ -73,6 +74,27 @@ def setup_failure(exc: BaseException) -> int | None:
     return None
 
 
+def provider_refusal(exc: BaseException, model: str = "") -> str | None:
+    """A provider's refusal of the setup in words, with the fix: a refused key ("the provider
+    refused OPENAI_API_KEY (401): ..."), a model it does not know (404); None for any other
+    failure. The key variable is the one litellm reads for the provider that refused."""
+    for cur in _chain(exc):
+        name, status = type(cur).__name__, _status(cur)
+        if name in ("AuthenticationError", "PermissionDeniedError") or status in (401, 403):
+            status = status or (401 if name == "AuthenticationError" else 403)
+            provider = str(getattr(cur, "llm_provider", "") or model.partition("/")[0])
+            key = f"{provider.upper()}_API_KEY" if provider else "the API key"
+            fix = (f"set {key} to a valid key ({provider}'s console makes one)"
+                   if status == 401 else f"use a key of {key} that may call this model")
+            return (f"the provider refused {key} ({status}): {fix}; `judge doctor --online` "
+                    "checks it")
+        if name == "NotFoundError" or status == 404:
+            what = f"model {model!r}" if model else "the model"
+            return (f"the provider does not know {what} (404): correct the model string "
+                    "(`judge models` shows the one in use)")
+    return None
+
+
 def _status(exc: BaseException) -> int | None:
     for name in ("status_code", "http_status"):
         value = getattr(exc, name, None)
@@ -110,7 +132,8 @@ def backoff(attempt: int, asked: float | None, base: float = 1.0) -> float:
 
 
 def root_message(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    """What a failed call says, with the secrets masked (a provider may echo the key)."""
+    text = mask(f"{type(exc).__name__}: {exc}")
     return text if len(text) < 2000 else text[:2000] + "…"
 
 

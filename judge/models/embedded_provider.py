@@ -212,14 +212,7 @@ class EmbeddedProvider(CustomLLM):
                 raise CustomLLMError(500, f"embedded model returned no vector: {str(result)[:300]}")
             data.append({"object": "embedding", "index": index, "embedding": rows[0]["embedding"]})
             prompt_tokens += int((result.get("usage") or {}).get("prompt_tokens") or 0)
-        response = EmbeddingResponse(
-            model=_reported_model(model), data=data,
-            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=0,
-                        total_tokens=prompt_tokens),
-        )
-        if info is not None:
-            response._hidden_params["system_fingerprint"] = info.fingerprint
-        return response
+        return _embedding_response(model, data, prompt_tokens, info)
 
     def _pooled(self, model: str, inputs: list[str], layers: int | None, reader: Any,
                 claim: Any) -> EmbeddingResponse:
@@ -251,14 +244,7 @@ class EmbeddedProvider(CustomLLM):
                 raise CustomLLMError(500, f"embedded model failed: {exc}") from exc
             data.append({"object": "embedding", "index": index, "embedding": vector.tolist()})
             prompt_tokens += int(states.shape[0])
-        response = EmbeddingResponse(
-            model=_reported_model(model), data=data,
-            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=0,
-                        total_tokens=prompt_tokens),
-        )
-        if info is not None:
-            response._hidden_params["system_fingerprint"] = info.fingerprint
-        return response
+        return _embedding_response(model, data, prompt_tokens, info)
 
     def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:  # type: ignore[override,unused-ignore]
         return self._embed(kwargs["model"], list(kwargs["input"]),
@@ -275,6 +261,20 @@ class EmbeddedProvider(CustomLLM):
 
     async def astreaming(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override,unused-ignore]
         raise CustomLLMError(400, "the embedded provider does not support stream=True")
+
+
+def _embedding_response(model: str, data: list[dict[str, Any]], prompt_tokens: int,
+                        info: RuntimeInfo | None) -> EmbeddingResponse:
+    """The litellm answer of an embedding request: its vectors, the tokens read and the
+    runtime's identity."""
+    response = EmbeddingResponse(
+        model=_reported_model(model), data=data,
+        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=0,
+                    total_tokens=prompt_tokens),
+    )
+    if info is not None:
+        response._hidden_params["system_fingerprint"] = info.fingerprint
+    return response
 
 
 def _reported_model(model: str) -> str:

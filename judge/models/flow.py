@@ -19,6 +19,7 @@ from judge.config.operations import OperationalSettings
 from judge.models.attempts import (
     backoff,
     is_transient,
+    provider_refusal,
     retry_after,
     root_message,
     setup_failure,
@@ -59,6 +60,7 @@ class CallFlow:
         #: (:func:`~judge.models.attempts.setup_failure`): 64 config, 1 unreachable
         self.setup_exit: int | None = None
         self._setup_error: int | None = None
+        self._setup_why: str | None = None  # the refusal in words (provider_refusal)
 
     def stop(self, reason: str) -> RunStopped:
         self.stopped = self.stopped or reason
@@ -119,6 +121,7 @@ class CallFlow:
                 error = root_message(exc)
                 transient = is_transient(exc)
                 self._setup_error = None if self.answered else setup_failure(exc)
+                self._setup_why = provider_refusal(exc) if self._setup_error else None
                 if transient and attempt <= self.settings.retries:
                     await asyncio.sleep(backoff(attempt, retry_after(exc),
                                                 self.settings.backoff_s))
@@ -142,7 +145,8 @@ class CallFlow:
         if self._setup_error is not None and not self.answered:
             self.setup_exit = self._setup_error
             raise self.stop(
-                f"the first model call failed and trying again will not help ({last_error}); "
+                "the first model call failed and trying again will not help "
+                f"({self._setup_why or last_error}); "
                 "fix the setup (`judge doctor` checks it) and run the same command again")
         if self.consecutive_failures >= self.settings.breaker_after:
             raise self.stop(

@@ -7,8 +7,10 @@ model file that keeps the token embeddings, the final norm, the output matrix an
 original, then the final norm: the hidden state after block N, in N/L of the time.
 
 The copy is written by this module (GGUF v2/v3: header, metadata, tensor table, aligned data;
-the tensors' bytes are copied unchanged), next to the model in the cache folder, atomically,
-and reused while its ``.sha256`` marker matches. Nothing is quantised or converted.
+the tensors' bytes are copied unchanged), next to the model in the cache folder, atomically.
+The copy is a function of the source's bytes and N, so :func:`cut_sha256` gives the hash it
+must have without writing it (:func:`judge.models.embedded.layered_file` checks a cut against
+that, or against the hash pinned for the packaged model). Nothing is quantised or converted.
 """
 
 from __future__ import annotations

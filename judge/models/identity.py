@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Names that belong to one model family although they are spelled differently.
 _FAMILY_ALIASES = {
@@ -266,6 +267,8 @@ def self_grading_reason(generator: str | None, judge_model: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def same_model(answered: str, pinned: str) -> bool:
-    """Whether a provider's reported model is the pinned one (dates and routes aside)."""
+    """Whether a provider's reported model is the pinned one (dates and routes aside); asked
+    for every call a run makes, of the few names it meets (cached)."""
     return normalize_model(answered) == normalize_model(pinned)

@@ -3,8 +3,10 @@
 A cached model file is trusted only as far as its bytes: :func:`digest` hashes a file the
 first time a process loads it (again if its size or modification time changes), and the
 caller compares the result with the identity it promises (the packaged model's sha256 in
-the judge version, or the hash recorded when a cut was made). ``<file>.sha256`` markers
-(``sha256sum`` format) record what a file was when it was written.
+the judge version; for a cut, the hash pinned in the package or computed from the verified
+model). ``<file>.sha256`` markers (``sha256sum`` format) beside the assembled model only save
+the cost of hashing it again to find out whether it is whole: its bytes are still hashed
+once a process and compared with the pinned sha256, never with the marker.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ ProgressCallback = Callable[[int, int], None]
 
 _CHUNK = 8 * 1024 * 1024
 _LOCK = threading.Lock()
-#: (path, size, mtime_ns) -> sha256 of the files this process has hashed
-_SEEN: dict[tuple[str, int, int], str] = {}
+#: (path, size, mtime_ns, inode) -> sha256 of the files this process has hashed
+_SEEN: dict[tuple[str, int, int, int], str] = {}
 
 
 def marker_path(path: Path) -> Path:
@@ -64,14 +66,14 @@ def sha256_file(path: Path, progress: ProgressCallback | None = None) -> str:
     return hasher.hexdigest()
 
 
-def _key(path: Path) -> tuple[str, int, int]:
+def _key(path: Path) -> tuple[str, int, int, int]:
     st = path.stat()
-    return str(path.resolve()), st.st_size, st.st_mtime_ns
+    return str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def digest(path: Path, progress: ProgressCallback | None = None) -> str:
     """The file's sha256, hashed the first time this process asks (and again when the file's
-    size or modification time changed since)."""
+    size or modification time changed since, or another file took its name)."""
     key = _key(path)
     with _LOCK:
         known = _SEEN.get(key)
@@ -93,3 +95,19 @@ def forget() -> None:
     """Hash every file again on its next load (tests; a long-lived process after an edit)."""
     with _LOCK:
         _SEEN.clear()
+
+
+def read_text(path: Path) -> str | None:
+    """A small record file's text (None: missing or unreadable)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def remove_cut(dest: Path) -> None:
+    """Delete a model cut, the record of what it was cut from, and a marker an older version
+    wrote beside it (never read)."""
+    for path in (dest, dest.with_name(dest.name + ".source"), marker_path(dest)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

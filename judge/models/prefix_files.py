@@ -14,12 +14,15 @@ instructions as before, which evaluates their last token once more: the cache th
 numbers the cold evaluation gives, so an output is still a function of its prompt alone
 (a real-model test compares a split on restored instructions with one on evaluated ones).
 
-A file is written under a temporary name and renamed, then the sha256 of its bytes is written
-beside it (``….bin.sha256``, :mod:`judge.models.model_bytes`'s markers), so a process never
-restores a half-written one; a file whose bytes no longer hash to its marker (a disk error,
-an edit: the KV numbers are not checked by the runtime, only its tokens), that cannot be
-restored, or whose tokens do not line up with the instructions, is deleted and the
-instructions are evaluated as before.
+A file is written under a temporary name and renamed, and the sha256 of its bytes is recorded
+where whoever can write the folder cannot vouch for what they wrote: in the runtime's memory
+and in the store of the run (:class:`judge.store.prefix_states.PrefixStates`, which a run
+registers with :func:`record_in`), never beside the file. A file is restored only when its
+bytes hash to that record (the runtime checks a restored state's tokens, not its numbers); a
+file without a record (saved by a run on another store, or put there), whose bytes differ from
+it (a disk error, an edit), that cannot be restored, or whose tokens do not line up with the
+instructions, is deleted and the instructions are evaluated as before, then saved and recorded
+anew.
 ``CLAIM_JUDGE_PREFIX_FILES`` names another folder, or turns the files off with ``0`` (the
 cost is only time).
 """
@@ -30,12 +33,13 @@ import contextlib
 import hashlib
 import os
 import platform
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from judge.models.model_bytes import marker_path, read_marker, sha256_file, write_marker
+from judge.models.model_bytes import marker_path, sha256_file
 
 ENV_PREFIX_FILES = "CLAIM_JUDGE_PREFIX_FILES"
 #: the folder beside the model files
@@ -43,6 +47,33 @@ FOLDER = "prefixes"
 
 #: ``action(slot, "save" | "restore", filename)``: llama.cpp's slot action, its answer as a dict
 SlotAction = Callable[[int, str, str], dict[str, Any]]
+
+
+class Ledger(Protocol):
+    """Where the sha256 of each saved state is recorded, by file name, out of the folder's
+    reach (the store: :class:`judge.store.prefix_states.PrefixStates`)."""
+
+    def get(self, name: str) -> str | None: ...
+
+    def put(self, name: str, sha256: str) -> None: ...
+
+
+_LOCK = threading.Lock()
+_LEDGER: Ledger | None = None
+
+
+def record_in(ledger: Ledger | None) -> None:
+    """Record the states saved from now on in ``ledger``, and restore only those it (or the
+    runtime's memory) holds: a run calls this with its store (``None``: memory only)."""
+    global _LEDGER
+    with _LOCK:
+        _LEDGER = ledger
+
+
+def registered() -> Ledger | None:
+    """The ledger :func:`record_in` was last given."""
+    with _LOCK:
+        return _LEDGER
 
 
 def folder(cache: Path) -> Path | None:
@@ -69,12 +100,18 @@ def cpu_identity() -> str:
 
 
 class PrefixFiles:
-    """The saved states of one runtime, in ``folder``, restored and saved through ``action``."""
+    """The saved states of one runtime, in ``folder``, restored and saved through ``action``,
+    their hashes recorded in the runtime's memory and in ``ledger()`` (default: the one a run
+    registered, :func:`record_in`)."""
 
-    def __init__(self, folder: Path, identity: str, action: SlotAction) -> None:
+    def __init__(self, folder: Path, identity: str, action: SlotAction,
+                 ledger: Callable[[], Ledger | None] = registered) -> None:
         self.folder = folder
         self.identity = identity
         self._action = action
+        self._ledger = ledger
+        #: name -> sha256 of the states this runtime evaluated and saved itself
+        self._saved: dict[str, str] = {}
 
     def name(self, text: str) -> str:
         """The file name of the state holding exactly ``text`` on this runtime."""
@@ -83,17 +120,18 @@ class PrefixFiles:
 
     def restore(self, slot: int, text: str) -> bool:
         """Load the saved state of ``text`` into ``slot``; ``False`` when there is none, its
-        bytes are not those saved (its ``.sha256``) or it could not be loaded (then it is
-        deleted)."""
+        bytes are not those recorded when it was saved (or nothing recorded it), or it could
+        not be loaded (then it is deleted)."""
         name = self.name(text)
         path = self.folder / name
         if not path.is_file():
             return False
+        expected = self._recorded(name)
         try:
-            intact = sha256_file(path) == read_marker(path)
+            intact = expected is not None and sha256_file(path) == expected
         except OSError:
             intact = False
-        if not intact:  # changed, or written by a process that died before its marker
+        if not intact:  # changed, or not saved by a run that recorded it
             self.discard(text)
             return False
         try:
@@ -116,15 +154,31 @@ class PrefixFiles:
             if "error" not in result and result.get("n_saved"):
                 sha256 = sha256_file(self.folder / temporary)
                 os.replace(self.folder / temporary, self.folder / name)
-                write_marker(self.folder / name, sha256)
+                self._saved[name] = sha256
+                ledger = self._ledger()
+                if ledger is not None:
+                    ledger.put(name, sha256)
         except Exception:  # noqa: BLE001, S110 - a cache: nothing to report to the run
             pass
         with contextlib.suppress(OSError):
             (self.folder / temporary).unlink()
 
+    def _recorded(self, name: str) -> str | None:
+        """The sha256 recorded when the state ``name`` was saved: by this runtime, else in
+        the ledger (``None``: nothing recorded, or the ledger cannot be read)."""
+        if name in self._saved:
+            return self._saved[name]
+        ledger = self._ledger()
+        try:
+            return ledger.get(name) if ledger is not None else None
+        except Exception:  # noqa: BLE001 - not recorded as far as we can tell: evaluate
+            return None
+
     def discard(self, text: str) -> None:
-        """Delete the saved state of ``text`` (it did not restore or did not line up)."""
+        """Delete the saved state of ``text`` (not recorded, changed, did not restore or did
+        not line up), and a marker an older version wrote beside it."""
         path = self.folder / self.name(text)
+        self._saved.pop(path.name, None)
         for stale in (path, marker_path(path)):
             with contextlib.suppress(OSError):
                 stale.unlink()

@@ -9,7 +9,8 @@ be written), 1 for a provider that does not answer (nothing listening at ``api_b
 problem that will not go away by trying again is found here, once, instead of becoming a
 ``judge_error`` verdict per claim after retries.
 
-Checking costs nothing: no model call. The endpoint is contacted only when the config names
+Checking costs nothing: no model call (``judge doctor --online`` makes one 1-token request).
+The endpoint is contacted only when the config names
 one (``api_base``): a TCP connection, and for ``judge doctor`` a ``GET <api_base>/models``.
 """
 
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit  # noqa: E402
 
 from judge.config import JudgeConfig  # noqa: E402
 from judge.errors import JudgeError  # noqa: E402
+from judge.masking import mask  # noqa: E402
 from judge.models.providers import provider_for  # noqa: E402
 
 #: exit code of a cause in the config or the environment (sysexits ``EX_USAGE``)
@@ -59,6 +61,10 @@ class Finding:
     fix: str = ""
     exit_code: int = 0
 
+    def __post_init__(self) -> None:  # an endpoint's credentials are never shown
+        object.__setattr__(self, "found", mask(self.found))
+        object.__setattr__(self, "fix", mask(self.fix))
+
     def message(self) -> str:
         return f"{self.found}: {self.fix}" if self.fix else self.found
 
@@ -78,7 +84,12 @@ class ModelRoute:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As shown: the endpoint's credentials masked (calls use :attr:`endpoint` whole)."""
+        return {**asdict(self), "endpoint": self.shown_endpoint}
+
+    @property
+    def shown_endpoint(self) -> str | None:
+        return mask(self.endpoint) if self.endpoint else self.endpoint
 
 
 class SetupError(JudgeError, ValueError):
@@ -229,6 +240,32 @@ def _ask_models(base: str, where: ModelRoute, timeout: float) -> Finding:
     return Finding("endpoint", True, f"endpoint {base} answers{served}")
 
 
+def _online_finding(config: JudgeConfig, timeout: float) -> Finding:
+    """One cheap authenticated request (a 1-token completion through litellm, no retry): a
+    refused key or an unknown model shows now, in words (:func:`provider_refusal`)."""
+    if provider_for(config.model) is not None:
+        return Finding("online", True, "the model runs in this process: no key to check")
+    import litellm
+
+    from judge.models.attempts import provider_refusal, setup_failure
+
+    try:
+        litellm.completion(model=config.model, api_base=config.api_base, max_tokens=1,
+                           messages=[{"role": "user", "content": "Say OK."}],
+                           timeout=timeout, num_retries=0)
+    except Exception as exc:  # what the provider said, in words; never the key itself
+        why = provider_refusal(exc, config.model)
+        if why is not None:
+            found, _, fix = why.partition(": ")
+            return Finding("online", False, found, fix, CONFIG_PROBLEM)
+        code = setup_failure(exc) or UNREACHABLE
+        first = (str(exc).splitlines() or [""])[0][:300]
+        return Finding("online", False, f"the request failed: {type(exc).__name__}: {first}",
+                       "check the endpoint and the model string (`judge models`)", code)
+    return Finding("online", True, f"the provider accepted the key ({config.model} answered "
+                   "a 1-token request)")
+
+
 def _store_finding(db: Path) -> Finding:
     if str(db) == ":memory:":
         return Finding("store", True, "in-memory store")
@@ -266,13 +303,17 @@ class Diagnosis:
 
 
 def diagnose(config: JudgeConfig, *, config_path: Path | None = None, db: Path | None = None,
-             ask_endpoint: bool = True, timeout: float = 3.0) -> Diagnosis:
-    """Every check ``judge doctor`` makes, problems and passes (no model call)."""
+             ask_endpoint: bool = True, timeout: float = 3.0, online: bool = False
+             ) -> Diagnosis:
+    """Every check ``judge doctor`` makes, problems and passes (no model call unless
+    ``online``: then one 1-token request, when nothing found so far stands in its way)."""
     where = route(config)
     findings = [_config_file(config_path), *_model_findings(config, where)]
     endpoint = _endpoint_finding(config, where, ask_endpoint, timeout)
     if endpoint is not None:
         findings.append(endpoint)
+    if online and all(f.ok for f in findings):
+        findings.append(_online_finding(config, max(timeout, 20.0)))
     if db is not None:
         findings.append(_store_finding(db))
     return Diagnosis(where, findings)

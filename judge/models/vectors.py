@@ -1,5 +1,6 @@
 """Hidden-state vectors (strategy ``probe``): read from a provider's embedding answer, kept as
-float16 with the call, and read back from a stored call. Impossible vectors fail closed.
+float16 with the call, and read back from a stored call. Impossible vectors fail closed;
+degenerate ones (:func:`degenerate`) are refused where the probe decides.
 
 A vector is always rounded to float16 before anything uses it, so a verdict decided from a
 fresh call and one replayed from the store are decided from the same numbers.
@@ -34,6 +35,23 @@ def as_f16(values: Any) -> np.ndarray:
     if np.max(np.abs(vector)) > F16_MAX:
         raise ValueError("the hidden-state vector holds values beyond float16's range")
     return vector.astype(np.float16)
+
+
+def degenerate(vector: Any) -> str | None:
+    """Why ``vector`` cannot be a hidden state (None: it can): all zeros, or constant (every
+    component equal). A provider that returns such a vector read nothing, and a head would
+    decide it by its intercepts alone; the probe refuses it where it decides
+    (:meth:`judge.decide.probe_head.ProbeHead.refusal`), fresh or replayed."""
+    values = np.asarray(vector, dtype=np.float64).reshape(-1)
+    if values.size == 0 or not np.all(values == values[0]):
+        return None
+    if values[0] == 0:
+        return (f"the hidden-state vector is all zeros ({values.size} numbers): the provider "
+                "read nothing (docs/probe.md)")
+    if values.size < 2:
+        return None
+    return (f"the hidden-state vector is constant (all {values.size} numbers are "
+            f"{values[0]:.6g}): not a hidden state (docs/probe.md)")
 
 
 def response_vector(response: Any) -> np.ndarray:

@@ -28,22 +28,52 @@ MAX_SOURCE_CHARS = 2_000_000
 MAX_SOURCES = 200
 MAX_CLAIMS = 500
 MAX_ID_CHARS = 200
+#: Source ids are often URLs (a cited page), longer than an answer id needs to be.
+MAX_SOURCE_ID_CHARS = 2000
 #: A domain tag (and the name of a per-domain decision rule in a judge config): a letter or
 #: digit, then letters, digits and ``_ . : -`` (``begin``, ``support-tickets``, ``review:q1``).
 DOMAIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 
-#: Letters that render as nothing (Hangul fillers, the braille blank): text made only of
-#: these, whitespace and format characters (zero-width spaces, joiners, BOMs) is blank.
-_INVISIBLE = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
+#: Characters that render as nothing although they are neither spaces nor format characters:
+#: Hangul fillers, the braille blank, and Unicode's default-ignorable marks (the combining
+#: grapheme joiner, Khmer's inherent vowels, Mongolian free variation selectors and the
+#: variation selectors). Text made only of these, whitespace (U+3000 and every other Unicode
+#: space), format characters (zero-width spaces and joiners, BOMs, the soft hyphen,
+#: direction marks) and control characters is blank.
+_INVISIBLE = frozenset(
+    "\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0))))
 
 
 def is_blank(text: str) -> bool:
     """True when ``text`` shows nothing: whitespace, zero-width and other format or control
-    characters only."""
+    characters, and characters that render as nothing (:data:`_INVISIBLE`), only."""
     return all(
         ch.isspace() or ch in _INVISIBLE or unicodedata.category(ch) in ("Cf", "Cc", "Zs")
         for ch in text
     )
+
+
+def holds_no_values(doc: Any) -> bool:
+    """True when a JSON document states nothing: no number, boolean or string that
+    :func:`is_blank` does not call blank, at any depth. ``null``, blank strings and empty
+    objects or arrays hold no value, and keys are names, not values: ``{}``, ``[]``,
+    ``{"a": []}``, ``{"a": null}`` and ``{"a": {"b": " "}}`` are empty; ``{"a": 0}`` and
+    ``[false]`` are not."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            if not is_blank(value):
+                return False
+        elif value is not None:  # a number or a boolean
+            return False
+    return True
 
 
 def _check_id(value: str | None, what: str) -> str | None:
@@ -61,7 +91,7 @@ class Citation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    source: str = Field(min_length=1, max_length=MAX_SOURCE_ID_CHARS)
     quote: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS)
     path: str | None = Field(default=None, max_length=1000)
 
@@ -80,7 +110,7 @@ class Source(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    id: str = Field(min_length=1, max_length=MAX_SOURCE_ID_CHARS)
     title: str | None = Field(default=None, max_length=2000)
     text: str | None = Field(default=None, max_length=MAX_SOURCE_CHARS)
     json_doc: Any = Field(default=None, alias="json")
@@ -109,6 +139,14 @@ class Source(BaseModel):
     @property
     def is_json(self) -> bool:
         return self.json_doc is not None
+
+    @property
+    def is_empty(self) -> bool:
+        """The source states nothing (blank text, or a JSON document that holds no value):
+        nothing can be supported by it, as by a missing source (docs/records.md)."""
+        if self.text is not None:
+            return is_blank(self.text)
+        return holds_no_values(self.json_doc)
 
     @property
     def content(self) -> str:
@@ -158,10 +196,12 @@ class AnswerRecord(BaseModel):
     reference: str | None = Field(default=None, max_length=MAX_ANSWER_CHARS,
                                   exclude_if=lambda v: v is None)
     #: What an answer without any citation marker cites. Unset (the default): nothing, so
-    #: each claim is flagged ``missing_citation``. ``"all_sources"``: every sentence cites
-    #: every source, as a RAGAS or DeepEval row means its retrieved contexts (the peer
-    #: imports set it). Answers with markers are read by their markers either way. Left out
-    #: of the record's JSON when unset, so records without it keep their content hash.
+    #: each claim is flagged ``missing_citation`` (a run sets it on an answer that cites
+    #: nothing under its ``uncited`` setting, judge.split.uncited). ``"all_sources"``: every
+    #: sentence cites every source, as a RAGAS or DeepEval row means its retrieved contexts
+    #: (the peer imports set it). Answers with markers are read by their markers either
+    #: way. Left out of the record's JSON when unset, so records without it keep their
+    #: content hash.
     uncited: Literal["all_sources"] | None = Field(default=None, exclude_if=lambda v: v is None)
     #: Texts an importer repaired (mojibake, :mod:`judge.records.mojibake`): field path
     #: (``answer``, ``sources.C1.text``) -> the text as it came. Left out of the record's JSON

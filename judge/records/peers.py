@@ -31,7 +31,7 @@ from typing import Any
 
 from judge.errors import JudgeError
 from judge.formats import DATASET_FORMATS
-from judge.records.models import AnswerRecord
+from judge.records.models import AnswerRecord, is_blank
 from judge.records.mojibake import repair_record
 
 PEER_FORMATS = DATASET_FORMATS
@@ -142,12 +142,12 @@ def peer_to_record(row: Any, fmt: str, where: str) -> dict[str, Any]:
         raise PeerFormatError(f"{where}: expected an object, got {type(row).__name__}")
     q_keys, a_keys, c_keys, r_keys, id_keys = _KEYS[fmt]
     answer = _pick(row, a_keys)
-    if not isinstance(answer, str) or not answer.strip():
+    if not isinstance(answer, str) or is_blank(answer):
         raise PeerFormatError(f"{where}: no answer text ({' / '.join(a_keys)})")
     raw = _pick(row, c_keys)
     contexts = [(title, text) for title, text in (
         _deepeval_contexts(raw, where) if fmt == "deepeval"
-        else [(None, c) for c in _contexts(raw, where)]) if text.strip()]
+        else [(None, c) for c in _contexts(raw, where)]) if not is_blank(text)]
     if not contexts:
         raise PeerFormatError(
             f"{where}: no retrieved contexts ({' / '.join(c_keys)}); the judge needs sources")

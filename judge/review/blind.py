@@ -73,11 +73,11 @@ def visible_queue(queue: dict[str, Any], reveal: bool) -> dict[str, Any]:
 
 
 def visible_counts(counts: dict[str, Any], reveal: bool) -> dict[str, Any]:
-    """Dashboard figures as a viewer may see them (blind: no progress by stratum and no
-    recall watch, which would tell, after one review and a reload, the stratum of the item
-    just reviewed)."""
+    """Dashboard figures as a viewer may see them (blind: no progress by stratum, no recall
+    watch and no agreement with the judge, which would tell, after one review and a reload,
+    what the judge made of the item just reviewed)."""
     return dict(counts) if reveal else {k: v for k, v in counts.items()
-                                        if k not in ("strata", "recall_watch")}
+                                        if k not in ("strata", "recall_watch", "judge_agreement")}
 
 
 def allowed_filter(stratum: str | None, reveal: bool) -> None:

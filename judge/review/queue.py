@@ -43,7 +43,6 @@ label, so blind views show neither (:mod:`judge.review.blind`).
 from __future__ import annotations
 
 import json
-import math
 import random
 import secrets
 from collections import Counter
@@ -54,6 +53,9 @@ from typing import TYPE_CHECKING, Any
 from judge.errors import JudgeError
 from judge.hashing import content_hash
 from judge.labels import JUDGE_ERROR, Label
+from judge.review.design import STRATA as STRATA
+from judge.review.design import draw, reading_key
+from judge.review.design import sample_size as sample_size
 from judge.review.reviews import (
     STATES,
     answer_subject,
@@ -61,7 +63,8 @@ from judge.review.reviews import (
     current_reviews,
     subject_state,
 )
-from judge.review.triage import PASSED_STRATA, ActivePoint, PointFinder
+from judge.review.triage import ActivePoint, PointFinder, proposals
+from judge.review.triage import claim_reasons as claim_reasons
 
 if TYPE_CHECKING:  # the store (sqlite-utils) is imported by what uses it: the CLI starts fast
     from judge.store import Store
@@ -104,7 +107,6 @@ CATEGORY_HELP = {
     "other_flag": "flagged for another reason",
     "sampled_pass": "a random sample of the claims that passed",
 }
-STRATA = ("flagged", "judge_error", "refused", "near_threshold", "passed")
 
 DEFAULT_SAMPLE_RATE = 0.1
 DEFAULT_MIN_SAMPLE = 20
@@ -170,27 +172,7 @@ class QueueOptions:
         priority_order(list(self.priority))
 
 
-def sample_size(stratum_size: int, rate: float, minimum: int) -> int:
-    """``max(minimum, ceil(rate * N))``, at most ``N``."""
-    return min(stratum_size, max(minimum, math.ceil(rate * stratum_size - 1e-9)))
-
-
 # -- classification -------------------------------------------------------------------------------
-
-
-def claim_reasons(row: dict[str, Any]) -> list[str]:
-    """The verdict's review reasons, completed so nothing non-supported goes unexplained."""
-    reasons = list(row.get("review_reasons") or [])
-    label = row["label"]
-    if label == JUDGE_ERROR and JUDGE_ERROR not in reasons:
-        reasons.insert(0, JUDGE_ERROR)
-    elif label not in (Label.SUPPORTED, JUDGE_ERROR) and f"label:{label}" not in reasons:
-        reasons.insert(0, f"label:{label}")
-    for check in row.get("checks") or []:
-        reason = f"check:{check['name']}"
-        if check.get("outcome") == "fail" and reason not in reasons:
-            reasons.append(reason)
-    return reasons
 
 
 def categories(row: dict[str, Any], reasons: list[str]) -> set[str]:
@@ -236,18 +218,6 @@ def verified_defect(reasons: Iterable[str]) -> bool:
     path that does not resolve, a quote that is not in the source (:data:`EXACT_CHECKS`), or
     an invented evidence quote."""
     return any(r in EXACT_CHECKS or r == "invented_quote" for r in reasons)
-
-
-def reading_key(order: str, stratum: str, risk_value: float, rank: int, answer_id: str,
-                idx: int, subject: str) -> tuple[Any, ...]:
-    """Sort key of a queue item under ``order`` (:data:`ORDERS`): ``risk`` reads flagged
-    items by falling :func:`risk` (category rank, then input order, break ties), then the
-    passed claims nearest the threshold, and the sampled passes last; ``priority`` reads by
-    category rank, then input order."""
-    if order == "risk":
-        group = PASSED_STRATA.index(stratum) + 1 if stratum in PASSED_STRATA else 0
-        return (group, -risk_value, rank, answer_id, idx, subject)
-    return (rank, answer_id, idx, subject)
 
 
 #: The operating point of a verdict row (None: flag by labels and reasons).
@@ -423,8 +393,6 @@ def build_queue(
         except StoreError as exc:
             raise QueueError(str(exc)) from exc
     from judge.config.review import ReviewSettings
-    from judge.review.design import draw
-    from judge.review.triage import proposals
 
     point_of = PointFinder(store, ReviewSettings(
         target_recall=options.target_recall, confidence=options.confidence,

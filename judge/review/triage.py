@@ -73,6 +73,21 @@ def forced(label: str, reasons: Iterable[str]) -> bool:
     return any(r in ALWAYS or r in KEPT_FLAGS or r.startswith("check:") for r in reasons)
 
 
+def claim_reasons(row: dict[str, Any]) -> list[str]:
+    """The verdict's review reasons, completed so nothing non-supported goes unexplained."""
+    reasons = list(row.get("review_reasons") or [])
+    label = row["label"]
+    if label == JUDGE_ERROR and JUDGE_ERROR not in reasons:
+        reasons.insert(0, JUDGE_ERROR)
+    elif label not in (Label.SUPPORTED, JUDGE_ERROR) and f"label:{label}" not in reasons:
+        reasons.insert(0, f"label:{label}")
+    for check in row.get("checks") or []:
+        reason = f"check:{check['name']}"
+        if check.get("outcome") == "fail" and reason not in reasons:
+            reasons.append(reason)
+    return reasons
+
+
 def flag_score(row: dict[str, Any], reasons: list[str] | None = None,
                spec: ScoreSpec | None = None) -> float | None:
     """A stored verdict row's flag score: ``-inf`` when it is :func:`forced`; None when the
@@ -80,11 +95,9 @@ def flag_score(row: dict[str, Any], reasons: list[str] | None = None,
     labels and review reasons, as before operating points); else its support, or, under an
     operating point's score ``spec`` (:mod:`judge.review.score`), the stacked score of its
     support and evidence strength (``-inf`` without a strength: fail closed). ``reasons``:
-    the row's :func:`~judge.review.queue.claim_reasons`, when the caller has them. The one
+    the row's :func:`claim_reasons`, when the caller has them. The one
     place a claim is scored for flagging."""
     if reasons is None:
-        from judge.review.queue import claim_reasons
-
         reasons = claim_reasons(row)
     if forced(row["label"], reasons):
         return -math.inf
@@ -300,9 +313,15 @@ def recall_watch(store: Store, queue_id: str | None = None, n_resamples: int = 2
     reviewed_caught = sum(strata.get(h, {}).get("reviewed", 0) for h in CAUGHT_STRATA)
     if not reviewed_missed or not reviewed_caught:
         out["status"] = "not_estimable"
+        needs = [f"{n} more {kind}" for n, kind in ((int(not reviewed_caught), "flagged"),
+                                                     (int(not reviewed_missed), "passed"))
+                 if n]
+        out["needs"] = {"flagged": int(not reviewed_caught), "passed": int(not reviewed_missed)}
         out["message"] = ("not yet estimable: people have decided "
                           f"{reviewed_caught} flagged and {reviewed_missed} passed claim(s) of "
-                          f"queue {row['id']}; the sampled passed claims tell what the queue "
+                          f"queue {row['id']}; it needs at least one decided claim of each "
+                          f"({' and '.join(needs)}: a review by each required reviewer, or "
+                          "an adjudication); the sampled passed claims tell what the queue "
                           "misses")
         return out
     rates = {h: s["problems"] / s["reviewed"] for h, s in strata.items() if s["reviewed"]}

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.store import Admission, Lease, Store
 from judge.store.leases import LEASE_SECONDS, new_holder
+
+if TYPE_CHECKING:
+    from judge.runs.batch import BatchInput
 
 #: record -> (the decision rule its domain selects when the config has domain rules, else
 #: None; its domain)
@@ -96,3 +100,24 @@ class Gate:
     def release(self, answer_id: str | None = None) -> None:
         """Give up the lease on one answer (None: on every answer of this run)."""
         self.store.release_leases(self.holder, answer_id)
+
+
+def read_uncited_as_stored(store: Store, batch: BatchInput,
+                           read_uncited: Callable[[AnswerRecord], AnswerRecord]) -> BatchInput:
+    """The batch's answers that cite nothing read by ``read_uncited`` (judge.split.uncited),
+    except those the store holds under their id as given: an answer stored before the setting
+    existed (or under ``missing_citation``) resumes as it was read then, instead of being
+    refused as the same id with other content."""
+    from dataclasses import replace
+
+    from judge.store.base import record_sha
+
+    def read(record: AnswerRecord) -> AnswerRecord:
+        new = read_uncited(record)
+        if new is record:
+            return record
+        stored = store.one("select record_sha256 from answers where id = ?", [record.answer_id])
+        return record if stored and stored["record_sha256"] == record_sha(record) else new
+
+    return replace(batch, items=[AcceptedLine(i.line, read(i.record))
+                                 if isinstance(i, AcceptedLine) else i for i in batch.items])

@@ -17,7 +17,9 @@ with different content is rejected whichever run comes first. An answer's result
 claims, verdicts, the release of its lease) is written by one store call in one transaction.
 When the model client stops the run (the circuit breaker, a budget), answers in flight finish
 or are left for the resume, the run is recorded as ``stopped`` with what finished, and
-:attr:`RunSummary.stopped` says why. ``retry_errors`` judges again the answers whose stored
+:attr:`RunSummary.stopped` says why. Under a budget an answer starts only when its expected
+cost fits (:mod:`judge.runs.budgets`), so the budget buys finished answers at any
+concurrency. ``retry_errors`` judges again the answers whose stored
 verdicts of the same judge version include a ``judge_error`` (the calls behind those errors
 are made again; earlier calls and verdicts are kept as superseded).
 
@@ -36,17 +38,21 @@ from dataclasses import dataclass, field
 
 from judge.config import JudgeConfig
 from judge.fingerprint import code_fingerprint
-from judge.models.budget import Limits
+from judge.models.budget import ANSWER_SPEND, Limits
 from judge.models.client import CallStore, ModelClient, RunStopped
+from judge.models.prefix_files import record_in
 from judge.models.preflight import ensure_loadable
 from judge.pipeline import JudgedAnswer, Pipeline
 from judge.records import AcceptedLine, AnswerRecord, RejectedLine
 from judge.runs.admission import Gate, InputRefused, RuleOf
+from judge.runs.budgets import AnswerBudget, Share, prior_of
+from judge.runs.deferred import BatchMode, DeferringExecutor, batched
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
 from judge.store.leases import LEASE_SECONDS
+from judge.store.prefix_states import PrefixStates
 from judge.version import register
 
 log = logging.getLogger(__name__)
@@ -78,9 +84,13 @@ def build_pipeline(
     config: JudgeConfig, store: Store | None, replay: bool = False,
     limits: Limits | None = None, calls: CallStore | None = None,
 ) -> Pipeline:
-    """``calls``: where the model client keeps its calls (default: the store itself)."""
+    """``calls``: where the model client keeps its calls (default: the store itself). The
+    embedded runtime records the instructions' states it saves in ``store``, and restores
+    only those recorded there (judge.models.prefix_files)."""
     client = ModelClient(config, calls if calls is not None else store, replay=replay,
                          limits=limits)
+    if store is not None and store.path is not None and not replay:
+        record_in(PrefixStates(store.path))
     pipeline = Pipeline(config, client)
     if store is not None:
         register(store, config, pipeline.root)
@@ -97,11 +107,14 @@ class _Run:
 
     def __init__(self, store: Store, pipeline: Pipeline, run_id: str, gate: Gate,
                  progress: Progress | None, runner: Executor, buffer: WriteBuffer,
-                 domain_of: Callable[[AnswerRecord], str | None]) -> None:
+                 domain_of: Callable[[AnswerRecord], str | None],
+                 allowance: AnswerBudget | None = None) -> None:
         self.store, self.pipeline, self.run_id = store, pipeline, run_id
         self.runner, self.buffer, self.domain_of = runner, buffer, domain_of
         self.version = pipeline.judge_version
         self.gate, self.progress = gate, progress
+        #: the answers' admission under the run's budgets (None: the run has none)
+        self.allowance = allowance
         self.stopped: str | None = None
         self.held: list[AcceptedLine] = []
         self.done = self.total = self.judged_now = self.retried = 0
@@ -117,39 +130,65 @@ class _Run:
         with contextlib.suppress(Exception):  # the store refuses: nothing more to record
             self.store.add_rejected_line(self.run_id, line, error)
 
+    def stop(self, reason: str) -> None:
+        self.stopped = self.stopped or reason
+        if self.allowance is not None:
+            self.allowance.halt()
+
     async def one(self, item: AcceptedLine, semaphore: asyncio.Semaphore) -> None:
         async with semaphore:
             if self.stopped:
                 return
+            share = None
+            if self.allowance is not None:  # its expected cost must fit the budgets first
+                share = await self.allowance.admit(item.record)
+                if share is None:
+                    self.stopped = self.stopped or BUDGET_REACHED
+                    return
+            finished = False
             try:
-                admission = self.gate.claim(item.record, self.run_id)
-            except Exception as exc:
-                self.reject(item.line, f"cannot claim the answer: {_why(exc)}")
-                self.step()
-                return
-            if admission.rejected:
-                self.reject(item.line, admission.reason or admission.decision)
-                self.step()
-            elif admission.decision == "held":
-                self.held.append(item)
-            elif admission.decision == "done":
-                self._link(item)
-            else:
-                await self._judge(item, admission.redo, admission.refresh)
+                finished = await self._claimed(item, share)
+            finally:
+                if self.allowance is not None and share is not None:
+                    self.allowance.done(share, finished)
 
-    async def _judge(self, item: AcceptedLine, redo: bool, refresh: frozenset[str]) -> None:
+    async def _claimed(self, item: AcceptedLine, share: Share | None) -> bool:
+        """Claim the answer and judge it unless it is done, held or rejected; whether it
+        was judged now."""
+        try:
+            admission = self.gate.claim(item.record, self.run_id)
+        except Exception as exc:
+            self.reject(item.line, f"cannot claim the answer: {_why(exc)}")
+            self.step()
+            return False
+        if admission.rejected:
+            self.reject(item.line, admission.reason or admission.decision)
+            self.step()
+        elif admission.decision == "held":
+            self.held.append(item)
+        elif admission.decision == "done":
+            self._link(item)
+        else:
+            return await self._judge(item, admission.redo, admission.refresh, share)
+        return False
+
+    async def _judge(self, item: AcceptedLine, redo: bool, refresh: frozenset[str],
+                     share: Share | None = None) -> bool:
         record, pipeline = item.record, self.pipeline
         pipeline.client.refresh |= refresh  # a retry makes the calls behind its errors again
         result: JudgedAnswer | None = None
+        spending = ANSWER_SPEND.set(share.spent if share is not None else None)
         try:
             result = await self.runner.judge(record, self.run_id, self.buffer,
                                              self.domain_of(record))
         except RunStopped as exc:
-            self.stopped = self.stopped or str(exc)
+            self.stop(str(exc))
             self.gate.release(record.answer_id)
-            return
+            return False
         except Exception as exc:  # fail closed: this answer is a judge_error, the batch goes on
             error = f"unexpected error while judging: {_why(exc)}"
+        finally:
+            ANSWER_SPEND.reset(spending)
         if result is None:
             try:
                 result = pipeline.failed(record, error)
@@ -157,7 +196,7 @@ class _Run:
                 self.reject(item.line, f"cannot judge the record: {_why(exc)}")
                 self.gate.release(record.answer_id)
                 self.step()
-                return
+                return True
         done = result
 
         def write() -> None:
@@ -166,6 +205,7 @@ class _Run:
         self.judged_now += 1
         self.retried += int(redo)
         self.buffer.add_answer(write, self.step)  # reported once committed
+        return True
 
     def _persist(self, item: AcceptedLine, result: JudgedAnswer, redo: bool) -> None:
         holder = self.gate.holder
@@ -224,15 +264,20 @@ async def run_batch(
     ray_address: str | None = None,
     workers: int | None = None,
     strict: bool = False,
+    in_batches: BatchMode | None = None,
 ) -> RunSummary:
     """``executor="ray"`` spreads the answers over ``workers`` Ray workers
     (:mod:`judge.runs.ray_executor`); the store is written here either way. ``strict``:
     raise :class:`~judge.runs.admission.InputRefused` before the run starts when a line is
     invalid or an answer id is stored with different content (else those lines are
-    rejected and the rest is judged)."""
+    rejected and the rest is judged). ``in_batches``: the calls go out in batches
+    (:mod:`judge.runs.deferred`); a mode that cannot run raises ``ValueError``."""
     budgets = limits is not None and limits != Limits()
     if executor != "local" and (retry_errors or budgets):
         raise ValueError("--retry-errors and budgets work with the local executor only")
+    refusal = in_batches.refusal(config.model, executor) if in_batches is not None else None
+    if refusal:
+        raise ValueError(refusal)
     started = time.perf_counter()
     buffer = WriteBuffer(store)
     pipeline = build_pipeline(config, store, limits=limits, calls=buffer)
@@ -245,10 +290,15 @@ async def run_batch(
     run_id, resumed = store.start_run(pipeline.judge_version, batch.name, batch.sha256, purpose)
     summary = RunSummary(
         run_id=run_id, judge_version=pipeline.judge_version, resumed=resumed,
-        code=code_fingerprint(),
+        code=code_fingerprint(), uncited=config.uncited,
     )
     runner: Executor = LocalExecutor(pipeline, config)
-    run = _Run(store, pipeline, run_id, gate, progress, runner, buffer, batch.domain)
+    allowance = None
+    if budgets:
+        budget = pipeline.client.flow.budget
+        allowance = AnswerBudget(budget, prior_of(pipeline, budget))
+    run = _Run(store, pipeline, run_id, gate, progress, runner, buffer, batch.domain,
+               allowance)
     for line, error in screened.rejected:
         run.reject(line, error)
     todo = screened.todo
@@ -262,11 +312,16 @@ async def run_batch(
         progress(0, run.total)
     if todo and executor != "local":
         run.runner = runner = _executor(executor, pipeline, config, store, ray_address, workers)
+    queue = batched(in_batches, pipeline.client, store, run_id) if in_batches and todo \
+        else None
+    if queue is not None:  # every answer at once; their calls wait for the batches
+        run.runner = runner = DeferringExecutor(runner, queue)
     semaphore = asyncio.Semaphore(runner.capacity)
     beat = asyncio.ensure_future(run.heartbeat())
     committer = asyncio.ensure_future(run.committer())
     try:
-        await asyncio.gather(*(run.one(item, semaphore) for item in todo))
+        work = asyncio.gather(*(run.one(item, semaphore) for item in todo))
+        await (queue.alongside(work) if queue is not None else work)
         while run.held and not run.stopped:  # answers another live run is judging
             await asyncio.sleep(HELD_POLL_S)
             buffer.flush()  # what this run finished is visible to the others
@@ -295,15 +350,25 @@ async def run_batch(
     summary.cached_tokens = stats.cached_tokens or None
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
-    # a budget's message with the final numbers (calls in flight finished since it stopped)
-    summary.stopped = run.stopped and (pipeline.client.stop_reason() or run.stopped)
     summary.usage_error = bool(run.stopped) and pipeline.client.flow.usage_error
     summary.setup_exit = pipeline.client.flow.setup_exit if run.stopped else None
     if run.stopped:
-        summary.pending = sum(1 for item in todo if not store.answer_done(
-            pipeline.judge_version, item.record.answer_id))
+        pending = [item.record for item in todo if not store.answer_done(
+            pipeline.judge_version, item.record.answer_id)]
+        summary.pending = len(pending)
+        # a budget's message with the final numbers (calls in flight finished since it
+        # stopped), the answers finished and about what the rest would need
+        spent = allowance.message(pending, summary.answers) if allowance else None
+        summary.stopped = spent or pipeline.client.stop_reason() or run.stopped
+        if spent and allowance:
+            summary.budget_to_finish = allowance.to_finish(pending)
     store.finish_run(run_id, summary.as_dict(), status="stopped" if run.stopped else "finished")
     return summary
+
+
+#: Why a run stopped when the next answer's expected cost did not fit (the summary replaces it
+#: with the budget's numbers, :meth:`judge.runs.budgets.AnswerBudget.message`).
+BUDGET_REACHED = "budget reached"
 
 
 def _executor(
@@ -359,6 +424,8 @@ def _tally(store: Store, summary: RunSummary) -> None:
         if row["subtype"]:
             summary.subtypes[row["subtype"]] += 1
         summary.flagged += int(row["review"])
+        if row["review"]:
+            summary.flag_reasons.update(set(row["review_reasons"]))
         summary.judge_errors += int(row["label"] == "judge_error")
     for row in store.run_answer_rows(summary.run_id):
         if row["status"] == "refused":

@@ -11,6 +11,7 @@ from typing import Any, Literal, TypedDict
 
 from judge.models.budget import Limits
 from judge.runs.batch import Progress
+from judge.runs.deferred import BatchMode
 from judge.runs.executors import ExecutorName
 
 OnError = Literal["raise", "skip"]
@@ -36,6 +37,9 @@ class JudgeOptions(TypedDict, total=False):
     executor: ExecutorName
     ray_address: str | None
     workers: int | None
+    #: send the calls in batches: a provider's batch API or a ``vllm run-batch`` file
+    #: (:class:`judge.BatchMode`); None: online, one call at a time
+    batch: BatchMode | None
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class ResolvedOptions:
     retry_errors: bool = False
     limits: Limits = Limits()
     spread: Spread = field(default_factory=lambda: Spread())
+    batch: BatchMode | None = None
 
     @classmethod
     def of(cls, options: Mapping[str, Any], on_error: OnError) -> ResolvedOptions:
@@ -60,6 +65,7 @@ class ResolvedOptions:
             progress=o.get("progress"), retry_errors=o.get("retry_errors", False),
             limits=Limits(o.get("max_calls"), o.get("max_tokens"), o.get("max_cost")),
             spread=Spread(o.get("executor", "local"), o.get("ray_address"), o.get("workers")),
+            batch=o.get("batch"),
         )
 
 

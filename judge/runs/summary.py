@@ -7,6 +7,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: A review reason floods the queue when more than this share of the flagged claims have it.
+FLOOD_SHARE = 0.5
+
+
+def _switches(uncited: str) -> dict[str, str]:
+    """The review reasons a setting controls, each with the setting and what it does (a
+    reason the config already turned the other way is not listed: no switch is left)."""
+    switches = {
+        "weak_evidence": "`review_strength_below` in judge.toml sends supported claims with "
+                         "weak evidence to review; lower it (0: off) to flag fewer",
+        "doubtful_support": "`review_support_below` in judge.toml sends supported claims of "
+                            "low probability to review; lower it (0: off) to flag fewer",
+    }
+    if uncited != "all_sources":
+        switches["missing_citation"] = (
+            '`uncited = "all_sources"` in judge.toml (or `judge run --uncited all_sources`) '
+            "checks an answer without any citation against all its sources instead")
+    return switches
+
+
 
 @dataclass
 class RunSummary:
@@ -24,6 +44,10 @@ class RunSummary:
     labels: Counter[str] = field(default_factory=Counter)
     subtypes: Counter[str] = field(default_factory=Counter)
     flagged: int = 0
+    #: flagged claims by review reason (a claim counts once under each of its reasons)
+    flag_reasons: Counter[str] = field(default_factory=Counter)
+    #: the config's ``uncited`` setting (which switch :meth:`flood` can name depends on it)
+    uncited: str = ""
     judge_errors: int = 0
     refused_answers: list[dict[str, str]] = field(default_factory=list)
     #: answers that name no generator (self-grading cannot be ruled out for them; refused
@@ -51,6 +75,9 @@ class RunSummary:
     stopped: str | None = None
     #: answers of the input left unjudged by a stopped run (judged on resume)
     pending: int = 0
+    #: a run a budget stopped: about what the pending answers would spend, per budget
+    #: (``{"tokens": 12000.0}``): what the resumed run needs
+    budget_to_finish: dict[str, float] = field(default_factory=dict)
     #: the run stopped on a usage error (a budget smaller than one call): exit 64
     usage_error: bool = False
     #: the exit code of a run stopped because its first calls failed for a cause of the setup
@@ -68,6 +95,16 @@ class RunSummary:
             "(no model call), and records the answers it reproduces so this warning stops"
         )
 
+    def flood(self) -> str | None:
+        """What to say when one review reason that a setting controls is behind more than
+        :data:`FLOOD_SHARE` of the flagged claims: the reason, its share and the switch."""
+        switches = _switches(self.uncited)
+        for reason, n in self.flag_reasons.most_common():
+            if reason in switches and n > FLOOD_SHARE * self.flagged:
+                return (f"{n} of {self.flagged} flagged claims ({n / self.flagged:.0%}) are "
+                        f"flagged {reason}: {switches[reason]}")
+        return None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
@@ -82,6 +119,8 @@ class RunSummary:
             "labels": dict(sorted(self.labels.items())),
             "subtypes": dict(sorted(self.subtypes.items())),
             "flagged": self.flagged,
+            "flag_reasons": dict(self.flag_reasons.most_common()),
+            "flood": self.flood(),
             "judge_errors": self.judge_errors,
             "refused_answers": self.refused_answers,
             "missing_generator": self.missing_generator,
@@ -100,6 +139,7 @@ class RunSummary:
             "model_mismatch": self.model_mismatch,
             "stopped": self.stopped,
             "pending": self.pending,
+            "budget_to_finish": self.budget_to_finish,
             "setup_exit": self.setup_exit,
         }
 

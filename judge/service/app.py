@@ -33,6 +33,7 @@ from judge.service.auth import (
     parse_proxies,
 )
 from judge.service.jobs import BatchJobs
+from judge.service.sessions import StoredSessions
 from judge.service.settings import Identity, ServiceSettings, load_tokens, parse_tokens
 from judge.store import Store
 
@@ -224,7 +225,9 @@ def create_app(
     app.state.settings = settings
     proxies = parse_proxies(os.environ.get(TRUSTED_PROXIES_ENV) if trusted_proxies is None
                             else trusted_proxies)
-    app.state.auth = Authenticator(tokens, settings.session_hours, trusted_proxies=proxies)
+    app.state.auth = Authenticator(
+        tokens, settings.session_hours, StoredSessions(settings.db_path, tokens.values()),
+        trusted_proxies=proxies)
     app.state.jobs = jobs
     _install_handlers(app)
     app.include_router(api.router)

@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from judge.review.aliases import person
+from judge.review.assignment import ItemTaken, assign_next, free_for, guard, release, take
 from judge.review.blind import visible_counts, visible_items
 from judge.review.queue import CATEGORY_HELP, QueueError, get_queue, needs_review, queue_items
 from judge.review.reviews import (
@@ -32,10 +33,10 @@ from judge.review.reviews import (
 from judge.service.auth import (
     LOGIN_CSRF_COOKIE,
     SESSION_COOKIE,
-    Session,
     Throttled,
     require_role,
 )
+from judge.service.sessions import Session
 from judge.service.settings import ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import excerpts, item_view, segments
@@ -217,7 +218,9 @@ def _review_context(
             if r["annotator"] == me]
     view = item_view(store, item, _settings(request).reveal_judge, mine[0] if mine else None)
     todo = [i["number"] for i in items if needs_review(i, me)]
-    later = [p for p in todo if p > pos] or [p for p in todo if p != pos]
+    holders = store.item_lease_holders(queue["id"])
+    free = [i["number"] for i in items if i["number"] != pos and free_for(i, me, holders)]
+    later = [p for p in free if p > pos] or free
     return {
         "queue": queue, "view": view, "pos": pos, "total": len(items),
         "answer_segments": segments(view["answer"]["text"], view["answer"]["spans"]),
@@ -227,6 +230,7 @@ def _review_context(
         "todo_count": len(todo),
         "next_todo": later[0] if later else None,
         "needed_here": needs_review(item, me) or bool(mine),
+        "taken_by_others": needs_review(item, me) and not take(store, queue["id"], item, me),
         "labels": LABELS, "subtypes": REVIEW_SUBTYPES,
         "reveal": _settings(request).reveal_judge,
     }
@@ -339,13 +343,20 @@ def review_page(request: Request, queue: str | None = None, pos: int | None = No
             return render(request, "message.html", session=session, title="Nothing to review",
                           message=f"Queue {q['id']} holds no items.")
         if pos is None:
-            todo = [i["number"] for i in items if needs_review(i, me)]
-            if not todo:
-                done = f"Saved item {saved}. " if saved else ""
+            done = f"Saved item {saved}. " if saved else ""
+            if not any(needs_review(i, me) for i in items):
                 return render(request, "message.html", session=session, title="All done",
                               message=f"{done}You have reviewed everything in queue {q['id']} "
                                       "that needs you. Thank you.", queue=q)
-            return RedirectResponse(_url("/review", queue=q["id"], pos=todo[0]), status_code=303)
+            given = assign_next(store, q["id"], items, me)
+            if given is None:
+                return render(request, "message.html", session=session,
+                              title="Nothing free right now",
+                              message=f"{done}Every item of queue {q['id']} that still needs "
+                                      "you is being reviewed by someone else right now. Try "
+                                      "again in a few minutes.", queue=q)
+            return RedirectResponse(_url("/review", queue=q["id"], pos=given["number"]),
+                                    status_code=303)
         if not 1 <= pos <= len(items):
             return render(request, "message.html", status=404, session=session,
                           title="No such item", message=f"Queue {q['id']} has items 1 to "
@@ -375,6 +386,7 @@ async def review_submit(request: Request) -> Response:
         item = items[pos - 1]
         spent = form.get("time_spent_ms") or ""
         try:
+            guard(store, q["id"], item, me)
             record_review(
                 store, item["subject"], session.identity.annotator, form.get("label", ""),
                 subtype=form.get("subtype"), note=form.get("note"),
@@ -382,18 +394,19 @@ async def review_submit(request: Request) -> Response:
                 time_spent_ms=int(spent) if spent.isdigit() else None,
                 queue_id=q["id"], item_id=item["id"], origin="web",
             )
-        except ReviewError as exc:
+        except (ReviewError, ItemTaken) as exc:
             ctx = _review_context(store, request, session, q, items, pos)
-            return render(request, "review.html", status=422, session=session, error=str(exc),
-                          form=form, saved=None, **ctx)
+            return render(request, "review.html",
+                          status=409 if isinstance(exc, ItemTaken) else 422, session=session,
+                          error=str(exc), form=form, saved=None, **ctx)
+        release(store, item, me)
         me, items = _reading(store, request, q["id"], session.identity.annotator)
-        todo = [i["number"] for i in items if needs_review(i, me)]
-        later = [p for p in todo if p > pos] or todo
+        given = assign_next(store, q["id"], items, me, after=pos)
     finally:
         store.close()
-    if not later:
+    if given is None:
         return RedirectResponse(_url("/review", queue=q["id"], saved=pos), status_code=303)
-    return RedirectResponse(_url("/review", queue=q["id"], saved=pos, pos=later[0]),
+    return RedirectResponse(_url("/review", queue=q["id"], saved=pos, pos=given["number"]),
                             status_code=303)
 
 

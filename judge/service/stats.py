@@ -1,5 +1,7 @@
-"""Dashboard figures: human labels by label, subtype and reviewer; queue progress by stratum.
-Only human reviews are counted; the judge's labels never appear here."""
+"""Dashboard figures: human labels by label, subtype and reviewer; queue progress by stratum;
+per label, agreement between people and between the judge and people. The judge's labels
+enter only the judge-versus-human figures, which a blind view leaves out
+(:func:`judge.review.blind.visible_counts`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections import Counter, defaultdict
 from statistics import median
 from typing import Any
 
+from calibration.stats import wilson_interval
 from judge.review.queue import get_queue, queue_items, state_counts
 from judge.review.reviews import current_reviews
 from judge.review.triage import recall_watch
@@ -35,6 +38,10 @@ def dashboard_counts(store: Store, queue_id: str | None = None) -> dict[str, Any
         strata[item["stratum"]]["items"] += 1
         strata[item["stratum"]]["reviewed"] += int(item["state"] != "pending")
     design = queue["strata"] or {}
+    judged = {i: t["label"] for i, t in store.queue_item_texts(queue["id"]).items()}
+    firsts = {i["subject"]: reviews[i["subject"]][0]["label"]
+              for i in items if reviews.get(i["subject"])}
+    pairs = [(rows[0]["label"], rows[1]["label"]) for rows in reviews.values() if len(rows) >= 2]
     return {
         "queue_id": queue["id"],
         "created_at": queue["created_at"],
@@ -60,4 +67,28 @@ def dashboard_counts(store: Store, queue_id: str | None = None) -> dict[str, Any
             }
             for name in design
         ],
+        "human_agreement": label_agreement(pairs),
+        "judge_agreement": label_agreement(
+            [(firsts[i["subject"]], judged[i["id"]]) for i in items
+             if i["kind"] == "claim" and i["subject"] in firsts and judged.get(i["id"])]),
     }
+
+
+#: Confidence of the dashboard's agreement intervals.
+AGREEMENT_CONFIDENCE = 0.95
+
+
+def label_agreement(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per label, of the pairs where either side said it, the share where both did, with a
+    Wilson interval (:data:`AGREEMENT_CONFIDENCE`): between two people (the first two
+    reviews of an item reviewed twice), or between a person (an item's first review) and the
+    judge (``judge_error`` never agrees)."""
+    out = []
+    for label in LABELS:
+        either = [a == b for a, b in pairs if label in (a, b)]
+        estimate = wilson_interval(sum(either), len(either), AGREEMENT_CONFIDENCE)
+        out.append({"label": label, "both": sum(either), "either": len(either),
+                    "agreement": estimate.value if either else None,
+                    "low": estimate.ci_low if either else None,
+                    "high": estimate.ci_high if either else None})
+    return out

@@ -285,8 +285,9 @@ class Splitter:
         sentences = segment_answer(record.answer, record.sources) or []
         kept = [s for s in sentences if s.text.strip()]
         if record.uncited == "all_sources" and not any(s.citations for s in kept):
+            # cited by the record, not by markers of their own: a greeting stays a greeting
             every = [Citation(source=source.id) for source in record.sources]
-            kept = ([s.model_copy(update={"citations": every}) for s in kept]
+            kept = ([s.model_copy(update={"citations": every, "inherited": True}) for s in kept]
                     or [Sentence(text=record.answer, start=0, end=len(record.answer),
                                  citations=every)])
         if not kept:

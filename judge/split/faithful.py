@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from judge.checks.quantities import EvidenceIndex, extract_quantities, quantity_in_evidence
 from judge.text import CJK_CLASS, STOPWORDS, normalize
@@ -62,6 +63,7 @@ _CJK_FUNCTION = frozenset(
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A word compared as a name: casefolded, without a possessive or plural ``s``."""
     word = re.sub(r"['’]s$", "", word.rstrip(".'’-")).casefold()
@@ -101,9 +103,12 @@ def negated(text: str) -> bool:
 
 def _missing_anchors(text: str, within: str) -> list[str]:
     """The names and quantities of ``text`` (as written) that ``within`` does not hold."""
-    index = EvidenceIndex.of(within)
-    return _lacking(_names(text), within) + [
-        q.text for q in extract_quantities(text) if not quantity_in_evidence(q, index)]
+    missing = _lacking(_names(text), within)
+    quantities = extract_quantities(text)
+    if quantities:  # the index of ``within`` only when there is a quantity to look for
+        index = EvidenceIndex.of(within)
+        missing += [q.text for q in quantities if not quantity_in_evidence(q, index)]
+    return missing
 
 
 def unfaithful(claim: str, sentence: str, context: str = "") -> str | None:

@@ -16,18 +16,20 @@ from pathlib import Path
 from judge.store.admission import Admission, AdmissionMixin, AnswerConflict, Lease
 from judge.store.answers import AnswersMixin
 from judge.store.base import StoreError, dumps, now, record_sha, verdict_id
+from judge.store.batches import BatchesMixin
 from judge.store.calls import CallsMixin
 from judge.store.operating import OperatingPointsMixin
 from judge.store.queues import QueuesMixin
 from judge.store.reviews import ReviewsMixin
 from judge.store.runs import RunsMixin
+from judge.store.sessions import SessionsMixin
 
 __all__ = ["Admission", "AnswerConflict", "Lease", "Store", "StoreError", "dumps", "now",
            "opened", "record_sha", "verdict_id"]
 
 
 class Store(AnswersMixin, RunsMixin, CallsMixin, ReviewsMixin, QueuesMixin, AdmissionMixin,
-            OperatingPointsMixin):
+            OperatingPointsMixin, SessionsMixin, BatchesMixin):
     """One SQLite file. Open with ``Store.open(path)`` (``":memory:"`` for a store that lives
     as long as the object); migrations are applied on open."""
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from judge.fingerprint import code_fingerprint
+from judge.masking import mask
 from judge.records import AnswerRecord
 from judge.store.admission import AdmissionMixin, AnswerConflict
 from judge.store.base import dumps, now, record_sha, verdict_id
@@ -99,7 +100,7 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                 raise AnswerConflict(conflict)
             if redo:
                 self._supersede(judge_version, record.answer_id, run_id, stamp)
-            self.db.table("answers").insert(
+            self.insert_rows("answers", [
                 {
                     "id": record.answer_id,
                     "record_sha256": sha,
@@ -109,10 +110,8 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     "expected_status": record.expected_status,
                     "record": record.model_dump_json(by_alias=True),
                     "first_seen": stamp,
-                },
-                ignore=True,
-            )
-            self.db.table("sources").insert_all(
+                }], "ignore")
+            self.insert_rows("sources",
                 (
                     {
                         "answer_id": record.answer_id,
@@ -125,9 +124,9 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     }
                     for s in record.sources
                 ),
-                ignore=True,
+                "ignore",
             )
-            self.db.table("claims").insert_all(
+            self.insert_rows("claims",
                 [
                     {
                         "id": claim.id,
@@ -142,9 +141,9 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     }
                     for claim in claims
                 ],
-                ignore=True,
+                "ignore",
             )
-            self.db.table("answer_claims").insert_all(
+            self.insert_rows("answer_claims",
                 [
                     {
                         "judge_version": judge_version,
@@ -154,18 +153,19 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     }
                     for claim in claims
                 ],
-                ignore=True,
+                "ignore",
             )
             self._insert_verdicts(verdicts, run_id, stamp)
-            self.db.table("split_skips").insert_all(
+            self.insert_rows(
+                "split_skips",
                 ({"judge_version": judge_version, "answer_id": record.answer_id, **skip}
                  for skip in skipped or []),
-                replace=True,
+                "replace",
             )
             if holder is not None:
                 self.db.execute("delete from answer_leases where holder = ? and answer_id = ?",
                                 [holder, record.answer_id])
-            self.db.table("run_answers").insert(
+            self.insert_rows("run_answers", [
                 {
                     "run_id": run_id,
                     "answer_id": record.answer_id,
@@ -176,9 +176,7 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     "error": None,
                     "finished_at": stamp,
                     "code": code_fingerprint(),
-                },
-                replace=True,
-            )
+                }], "replace")
 
     def _supersede(self, judge_version: str, answer_id: str, run_id: str, stamp: str) -> None:
         """Move a judge version's verdicts of an answer to ``superseded_verdicts`` and forget
@@ -217,8 +215,8 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
         for vid, verdict in zip(ids, verdicts, strict=True):
             if vid not in stored and vid not in fresh:
                 fresh[vid] = verdict
-        self.db.table("verdicts").insert_all(
-            [
+        self.insert_rows(
+            "verdicts", [
                 {
                     "id": vid,
                     "judge_version": verdict.judge_version,
@@ -234,7 +232,7 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     "support": verdict.support,
                     "review": int(verdict.review),
                     "review_reasons": dumps(verdict.review_reasons),
-                    "error": verdict.error,
+                    "error": mask(verdict.error) if verdict.error else None,
                     "call_ids": dumps(verdict.call_ids),
                     "created_at": stamp,
                     "rule": verdict.rule,
@@ -242,8 +240,8 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                 for vid, verdict in fresh.items()
             ]
         )
-        self.db.table("checks").insert_all(
-            [
+        self.insert_rows(
+            "checks", [
                 {
                     "verdict_id": vid,
                     "seq": i,
@@ -255,7 +253,7 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                 for vid, verdict in fresh.items()
                 for i, c in enumerate(verdict.checks)
             ],
-            replace=True,
+            "replace",
         )
 
     def answer(self, answer_id: str) -> dict[str, Any] | None:

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import sqlite_utils
 
 from judge.hashing import content_hash
 from judge.records import AnswerRecord
-from judge.store.migrations import apply_migrations, write_transaction
+from judge.store.applying import apply_migrations, write_transaction
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -61,6 +61,13 @@ IN_CHUNK = 500
 
 class StoreError(RuntimeError):
     pass
+
+
+def _column(value: Any) -> Any:
+    """A value as sqlite-utils stores it: dicts and lists as JSON, the rest as it is."""
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
 
 
 class StoreBase:
@@ -112,6 +119,21 @@ class StoreBase:
         for start in range(0, len(values), IN_CHUNK):
             chunk = list(values[start:start + IN_CHUNK])
             yield from self.db.query(sql.format(marks=",".join("?" * len(chunk))), chunk)
+
+    def insert_rows(self, table: str, rows: Iterable[dict[str, Any]],
+                    conflict: Literal["", "ignore", "replace"] = "") -> None:
+        """``INSERT [OR IGNORE | OR REPLACE]`` of ``rows`` into an existing table in one
+        statement: what sqlite-utils' ``insert_all`` does on the hot paths of a run (an
+        answer's rows, a call's), without its per-call look at the table."""
+        rows = list(rows)
+        if not rows:
+            return
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        verb = f"insert or {conflict}" if conflict else "insert"
+        names = ", ".join(f"[{c}]" for c in columns)
+        self.db.conn.executemany(
+            f"{verb} into [{table}] ({names}) values ({', '.join('?' * len(columns))})",
+            [[_column(row.get(c)) for c in columns] for row in rows])
 
     def count(self, sql: str, params: list[Any] | None = None) -> int:
         return int(self.db.execute(sql, params or []).fetchone()[0])

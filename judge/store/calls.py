@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from judge.masking import mask
 from judge.store.base import StoreBase, dumps, now
 
 
@@ -20,16 +21,18 @@ class CallsMixin(StoreBase):
         in ``superseded_calls``); its HTTP attempts are appended (every attempt of every try
         stays)."""
         row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
+        if row.get("error"):  # secrets never stored (a provider may echo the key)
+            row["error"] = mask(row["error"])
+        attempts = [{**a, "error": mask(a["error"])} if a.get("error") else a
+                    for a in attempts]
         with self.transaction():
             prior = self.get_call(row["id"])
             if prior is not None:  # the earlier outcome of the same call stays on record
                 self.db.table("superseded_calls").insert({
                     "id": row["id"], "row": dumps(prior), "superseded_at": now(),
                     "run_id": row.get("run_id")})
-            self.db.table("calls").insert(row, replace=True)
-            attempts = list(attempts)
-            if attempts:
-                self.db.table("call_attempts").insert_all(attempts)
+            self.insert_rows("calls", [row], "replace")
+            self.insert_rows("call_attempts", attempts)
 
     def call_attempts(self, call_id: str) -> list[dict[str, Any]]:
         """Every HTTP attempt of a call, oldest first."""

@@ -5,9 +5,7 @@ Never edit or reorder a migration that has shipped; append a new one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable
 
 import sqlite_utils
 
@@ -543,48 +541,57 @@ def m013_operating_point_score(db: sqlite_utils.Database) -> None:
 
 
 @migration
-def m014_call_cache_and_label_tokens(db: sqlite_utils.Database) -> None:
+def m014_prefix_states(db: sqlite_utils.Database) -> None:
+    """The sha256 of each instructions' state the embedded runtime saved to disk
+    (:mod:`judge.models.prefix_files`), by the file's name, recorded when it was evaluated
+    and saved: a state is restored only when its bytes hash to this, never to anything
+    written beside it (:mod:`judge.store.prefix_states`)."""
+    db.table("prefix_states").create(
+        {"name": str, "sha256": str, "recorded_at": str}, pk="name"
+    )
+
+
+@migration
+def m015_web_sessions_and_item_leases(db: sqlite_utils.Database) -> None:
+    """Login sessions of the review pages, kept across restarts (a digest of the cookie,
+    never the cookie; :mod:`judge.service.sessions`), and who reviews which queue item now
+    (a lease per item and person, :mod:`judge.review.assignment`)."""
+    db.table("web_sessions").create(
+        {"id": str, "name": str, "role": str, "csrf": str, "created_at": str,
+         "expires_at": float},
+        pk="id",
+    )
+    db.table("web_sessions").create_index(["expires_at"])
+    db.table("item_leases").create(
+        {"item_id": str, "person": str, "queue_id": str, "taken_at": str,
+         "expires_at": float},
+        pk=("item_id", "person"),
+    )
+    db.table("item_leases").create_index(["queue_id"])
+
+
+@migration
+def m016_batch_jobs(db: sqlite_utils.Database) -> None:
+    """Provider batch jobs (``judge run --batch-api``, :mod:`judge.batches`): each job's
+    input file, batch id, state and output files, and the calls (by id, the requests' custom
+    ids) it holds, so a run stopped while a batch is in progress polls it again instead of
+    sending its requests twice."""
+    db.table("batch_jobs").create(
+        {"id": str, "run_id": str, "model": str, "provider": str, "endpoint": str,
+         "phase": int, "state": str, "requests": int, "input_file_id": str, "batch_id": str,
+         "output_file_id": str, "error_file_id": str, "counts": str, "error": str,
+         "created_at": str, "updated_at": str},
+        pk="id")
+    db.table("batch_requests").create({"call_id": str, "job_id": str},
+                                      pk=("call_id", "job_id"))
+    db.table("batch_requests").create_index(["job_id"])
+
+
+@migration
+def m017_call_cache_and_label_tokens(db: sqlite_utils.Database) -> None:
     """A call's prompt tokens the provider served from its prompt cache, when it reports them
     (NULL: it did not), and the tokens that spell the labels of a verification call that asked
     for log-probabilities (:mod:`judge.models.label_tokens`, JSON; NULL: none asked or
     returned), from which each claim's support is read."""
     db.table("calls").add_column("cached_tokens", int)
     db.table("calls").add_column("label_tokens", str)
-
-
-@contextmanager
-def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (a savepoint when already inside a transaction)."""
-    conn = db.conn
-    if conn.in_transaction:
-        with db.atomic():
-            yield
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    else:
-        conn.execute("COMMIT")
-
-
-def apply_migrations(db: sqlite_utils.Database) -> list[str]:
-    """Apply pending migrations in order, under the write lock, so two processes opening a
-    new file at once do not both create the tables; return the names applied."""
-    applied: list[str] = []
-    with write_transaction(db):
-        table = db.table("_migrations")
-        if not table.exists():
-            table.create({"name": str, "applied_at": str}, pk="name")
-        done = {row["name"] for row in table.rows}
-        for name, fn in MIGRATIONS:
-            if name in done:
-                continue
-            with db.atomic():
-                fn(db)
-                table.insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
-            applied.append(name)
-    return applied

@@ -17,6 +17,7 @@ from calibration import (
     DriftReport,
     build_drift_report,
     check_thresholds,
+    drift_verdict,
     render_drift_html,
 )
 from calibration.render import REPORT_SCRIPT
@@ -188,3 +189,43 @@ def test_drift_html_escapes_and_shows_the_flip_table(report):
                      for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[1], re.S)]
     assert supported_row == ["3", "1", "0", "0", "0", "4"]  # A supported -> B ...
     assert "Flips toward gold: 1; away from gold: 4" in html
+
+
+def _gold_pairs(right_a: int, right_b: int, n: int = 200) -> list[DriftPair]:
+    """``n`` gold-supported claims: A labels the first ``right_a`` supported, B the first
+    ``right_b`` (the rest not_in_source)."""
+    return [DriftPair(claim_id=f"c{k}", label_a=S if k < right_a else N,
+                      label_b=S if k < right_b else N, gold_label=S) for k in range(n)]
+
+
+def test_the_verdict_names_the_version_that_agrees_more_with_people():
+    worse = build_drift_report(_gold_pairs(160, 120), version_a="a", version_b="b")
+    g = worse.gold
+    assert g is not None and g.accuracy.change.ci_high < 0
+    text = drift_verdict(worse)
+    assert text.startswith("B agrees with people less than A: accuracy 80.0% \u2192 60.0%, "
+                           "\u221220.0 [\u2212")
+    assert text.endswith(f"points on 200 gold claims; {g.toward_gold} flips toward gold, "
+                         f"{g.away_from_gold} away.")
+    assert g.away_from_gold == 40 and g.toward_gold == 0
+    better = drift_verdict(build_drift_report(_gold_pairs(120, 160), version_a="a",
+                                              version_b="b"))
+    assert better.startswith("B agrees with people more than A: accuracy 60.0% \u2192 80.0%, "
+                             "+20.0 [+")
+    close = drift_verdict(build_drift_report(_gold_pairs(150, 149), version_a="a",
+                                             version_b="b"))
+    assert close.startswith("B agrees with people about as much as A (the interval of the "
+                            "difference includes 0)")
+    blind = drift_verdict(build_drift_report(_pairs(with_gold=False), version_a="a",
+                                             version_b="b"))
+    assert blind.startswith("Without gold labels this report cannot say which version "
+                            "agrees more with people")
+
+
+def test_the_drift_page_opens_with_its_verdict_and_names_the_versions():
+    page = render_drift_html(build_drift_report(_gold_pairs(160, 120), version_a="a",
+                                                version_b="b"))
+    assert page.index("B agrees with people less than A") < page.index('<nav class="contents">')
+    titles = re.findall(r'<li><a href="#[^"]+">([^<]+)</a>', page)
+    assert titles and len(set(titles)) == len(titles)
+    assert all(re.search(r"\b(A|B)\b", t) for t in titles), titles

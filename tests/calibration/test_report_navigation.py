@@ -72,8 +72,9 @@ def _claims_page(rows: int) -> str:
 def test_long_claim_lists_are_collapsed_filterable_and_counted_in_the_contents() -> None:
     page = navigable(_claims_page(300))
     assert '<details class="section" id="summary" open>' in page
-    assert '<details class="section" id="misjudged" data-rows="301">' in page  # collapsed
-    assert "(301 rows, collapsed)" in page
+    # collapsed; the contents list and the filter count the same rows (the header is none)
+    assert '<details class="section" id="misjudged" data-rows="300">' in page
+    assert "(300 rows, collapsed)" in page
     assert 'class="filter" data-table="misjudged-claims" hidden' in page
     assert "Filter these 300 rows" in page
     short = navigable(_claims_page(COLLAPSE_ROWS - 5))
@@ -84,3 +85,18 @@ def test_long_claim_lists_are_collapsed_filterable_and_counted_in_the_contents()
     assert 'href="#reliability-of-support"' in more
     assert '<details class="section" id="reliability-of-support" open>' in more
     assert more.count("<script>") == 1
+
+
+def test_each_version_s_claim_table_gets_its_own_filter_with_the_same_count() -> None:
+    """A drift page holds one table of misjudged claims per version (``-a``, ``-b``): each
+    gets a filter, and a header row of ``<th>`` cells (row labels included) is no row."""
+    table = ('<table id="misjudged-claims-{v}"><tr><th class="l">claim</th><th>x</th></tr>'
+             + "".join(f'<tr><th class="l">c{k}</th><td>{k}</td></tr>' for k in range(50))
+             + "</table>")
+    page = navigable("<html><head></head><body><h1>r</h1>"
+                     + "".join(f'<h2 id="misjudged-{v}">Version {v}</h2>' + table.format(v=v)
+                               for v in "ab") + "</body></html>")
+    for v in "ab":
+        assert f'data-table="misjudged-claims-{v}"' in page
+    assert page.count("Filter these 50 rows") == 2
+    assert page.count("(50 rows, collapsed)") == 2

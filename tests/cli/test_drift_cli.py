@@ -5,6 +5,7 @@ version on the input, gold side by side, and the ``--fail-on`` exit code."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -175,4 +176,28 @@ def test_drift_with_gold_side_by_side(
                    str(gold), "--fail-on", "accuracy_drop=0.1")
     assert gated.exit_code == 3 and "accuracy_drop" in gated.output
     text = invoke("drift", "--db", str(store.path), "--from", a, "--to", b, "--gold", str(gold))
-    assert "Against gold" in text.stdout and "away from gold: 2" in text.stdout
+    assert "against gold" in text.stdout and "away from gold: 2" in text.stdout
+    # the first screen answers "which version agrees more with people", with the figures
+    # (three claims: the interval of the difference includes 0)
+    verdict = ("B agrees with people about as much as A (the interval of the difference "
+               "includes 0): accuracy 100.0% \u2192 33.3%, \u221266.7 [")
+    assert verdict in " ".join(text.stdout.splitlines()[:3])
+    assert "on 3 gold claims; 0 flips toward gold, 2 away." in text.stdout
+    assert data["verdict"].startswith(verdict)
+    # every flip is listed up to --show, then a count of the rest
+    assert "changed label from A to B (2)" in text.stdout
+    one = invoke("drift", "--db", str(store.path), "--from", a, "--to", b, "--gold", str(gold),
+                 "--show", "1")
+    assert "(2, the first 1)" in one.stdout and "1 more: --show 2 lists them all" in one.stdout
+    assert one.stdout.count("claim: ") == 1 and text.stdout.count("claim: ") == 2
+    page = tmp_path / "drift.html"
+    invoke("drift", "--db", str(store.path), "--from", a, "--to", b, "--gold", str(gold),
+           "--html", str(page))
+    html = page.read_text(encoding="utf-8")
+    assert html.index(verdict) < html.index('<nav class="contents">')  # before the contents
+    entries = re.findall(r'<li><a href="#([^"]+)">([^<]+)</a>', html)
+    titles = [t for _, t in entries]
+    assert len(set(titles)) == len(titles) and len({i for i, _ in entries}) == len(entries)
+    assert all(re.search(r"\b(A|B)\b", t) for t in titles), titles  # each names its version
+    assert "Version A: claims it got wrong (0)" in titles
+    assert "Version B: claims it got wrong (2)" in titles

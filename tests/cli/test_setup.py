@@ -150,3 +150,25 @@ def test_an_embedded_model_named_without_its_gguf_is_a_config_error(tmp_path: Pa
     assert run.returncode == 64, run.stderr
     assert "CLAIM_JUDGE_GGUF is not set" in run.stderr
     assert not (tmp_path / "e.db").exists()
+
+
+def test_api_base_is_an_option_of_run_and_eval_gold_too(tmp_path: Path,
+                                                        server: OpenAIServer) -> None:
+    judge(tmp_path, "init", "--api-base", DEAD)  # the config names a dead server
+    run = judge(tmp_path, "run", "answers.jsonl", "--db", "judge.db", "--json",
+                "--api-base", server.base_url)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["answers"] == 4
+    assert server.calls()  # the option's server answered, not the config's
+    for command in ("run", "eval-gold", "serve"):
+        shown = judge(tmp_path, command, "--help")
+        assert "--api-base" in shown.stdout, command
+
+
+def test_the_missing_model_hint_names_the_model_init_pins(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.models.embedded import unavailable
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # the runtime is not installed
+    message = unavailable() or ""
+    assert "xllamacpp" in message and f'model = "{QUICKSTART_MODEL}"' in message

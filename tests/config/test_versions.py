@@ -91,6 +91,8 @@ OPERATIONAL_CHANGES: dict[str, Any] = {
     "api_base": "http://x", "timeout_s": 9.0, "retries": 4, "reasks": 2, "backoff_s": 2.0,
     "breaker_after": 9, "concurrency": 3, "call_concurrency": 5, "rpm": 10, "tpm": 1000,
     "review": {"target_recall": 0.8, "confidence": 0.95, "informative_share": 0.2},
+    # how a run reads an answer that cites nothing: written into the stored record instead
+    "uncited": "missing_citation",
 }
 
 SCORE_MODEL = {"weights": {label: {"overlap": 1.0} for label in LABELS},

@@ -1,7 +1,8 @@
 """A model that cannot load stops the run before anything is stored: the real ``judge run``
 in a subprocess with a missing, non-GGUF, truncated or unloadable ``$CLAIM_JUDGE_GGUF``, an
-unwritable cache folder, or the real packaged model edited in place in its cache, exits 64
-with the cause and the fix, and the store holds no answer."""
+unwritable cache folder, the real packaged model edited in place in its cache, or its cut
+(``probe_layers``) edited with its marker rewritten, exits 64 with the cause and the fix, and
+the store holds no answer."""
 
 from __future__ import annotations
 
@@ -14,20 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from judge.models import embedded
+from judge.models import embedded, model_bytes
 from tests.faults.harness import env, write_records
 from tests.models.test_gguf_layers import toy_gguf
 from tests.models.test_model_bytes import flip
 
 
-def run(work: Path, settings: str = "", **environ: str) -> tuple[int, str]:
+def run(work: Path, settings: str = "", timeout: float = 300, **environ: str
+        ) -> tuple[int, str]:
     write_records(work / "in.jsonl")
     (work / "judge.toml").write_text(
         f'[judge]\nmodel = "{embedded.EMBEDDED_MODEL}"\n{settings}', encoding="utf-8")
     variables = {k: v for k, v in env().items() if k != embedded.ENV_GGUF}
     proc = subprocess.run(
         [sys.executable, "-m", "judge", "run", "in.jsonl", "--db", "judge.db", "--json"],
-        cwd=work, env={**variables, "COLUMNS": "4000", **environ}, capture_output=True, text=True, timeout=300)
+        cwd=work, env={**variables, "COLUMNS": "4000", **environ}, capture_output=True, text=True, timeout=timeout)
     return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
 
 
@@ -125,6 +127,34 @@ def test_the_real_model_edited_in_its_cache_is_refused_naming_the_file(tmp_path:
     assert code == 64, out[-2000:]
     assert str(copy) in out and "delete it" in out and "re-assembled" in out
     assert stored_answers(tmp_path / "judge.db") == 0
+
+
+@pytest.mark.embedded
+def test_the_real_cut_edited_with_its_marker_rewritten_is_refused_and_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial of issue 52: 64 bits flipped in the cut the default config reads
+    (``probe_layers = 21``) and its ``.sha256`` rewritten to match. The cut is checked against
+    the sha256 the package pins, not the marker: refused before anything is stored, and
+    deleted (the next run cuts it again)."""
+    real = embedded.model_file()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / real.name).symlink_to(real)  # the verified model, not copied
+    shutil.copyfile(model_bytes.marker_path(real), model_bytes.marker_path(cache / real.name))
+    monkeypatch.setenv(embedded.ENV_CACHE, str(cache))
+    cut = embedded.layered_file(21)  # cut here, and checked against the pinned sha256
+    assert model_bytes.digest(cut) == embedded.CUT_SHA256[21]
+    middle = cut.stat().st_size // 2
+    for at in range(8):  # 64 bits, in the middle of the blocks' weights
+        flip(cut, middle + at)
+    model_bytes.write_marker(cut, model_bytes.sha256_file(cut))
+    # hashing both files (2 GB) takes minutes on a busy machine
+    code, out = run(tmp_path, timeout=1200, CLAIM_JUDGE_CACHE=str(cache))
+    assert code == 64, out[-2000:]
+    assert str(cut) in out and "not the cut of the verified model" in out and "run again" in out
+    assert stored_answers(tmp_path / "judge.db") == 0
+    assert not cut.exists() and not model_bytes.marker_path(cut).exists()
 
 
 TRACEBACK = ('model crashed\nTraceback (most recent call last):\n  File "/srv/llm/app.py", '

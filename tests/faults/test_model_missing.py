@@ -68,5 +68,7 @@ def test_a_strategy_without_its_prompt_version_names_the_version_to_pin() -> Non
         Pipeline(config, client=None)  # type: ignore[arg-type]
     message = str(error.value)
     assert "names no version for prompt 'choose_label'" in message
-    assert 'prompts = {split_claims = "v2", verify_claims = "v2", choose_label = "v' in message
+    # the suggested line pins only the prompts the strategy asks
+    assert 'prompts = {split_claims = "v2", choose_label = "v' in message
+    assert "verify_claims" not in message
     assert "--" not in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 from pathlib import Path
@@ -160,9 +161,12 @@ def test_only_the_sentences_that_are_not_atomic_are_split_by_the_real_model(
 def test_a_split_on_restored_instructions_equals_one_on_evaluated_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """judge.models.prefix_files: the first runtime evaluates the split's instructions and
-    saves their state; a new runtime (as a new process) restores it instead of evaluating,
-    and the split's output is the same to the byte."""
+    """judge.models.prefix_files: the first runtime evaluates the split's instructions, saves
+    their state and records its sha256 in the store; a new runtime (as in a new process) on a
+    store holding that record restores it instead of evaluating, and the split's output is
+    the same to the byte. A state edited since (64 bits of its numbers flipped, a marker
+    beside it that vouches for the edit) is not restored but deleted, the instructions are
+    evaluated again, and no claim, label or score changes."""
     from judge.models import embedded, prefix_files
 
     folder = tmp_path / "states"
@@ -176,15 +180,34 @@ def test_a_split_on_restored_instructions_equals_one_on_evaluated_ones(
 
     monkeypatch.setattr(prefix_files.PrefixFiles, "restore", spy)
     outputs = []
-    for name in ("evaluated", "restored"):
+    for name in ("evaluated", "restored", "edited"):
         embedded.unload()  # a new runtime, as in a new process
         store = Store.open(tmp_path / f"{name}.db")
+        if name != "evaluated":  # a store that recorded the state (a fresh one, so that the
+            # calls are made again): as the same judge.db on a user's next run
+            first = Store.open(tmp_path / "evaluated.db")
+            store.db["prefix_states"].insert_all(first.db["prefix_states"].rows)
+            first.close()
+        if name == "edited":
+            (state,) = folder.glob("*.bin")
+            clean = state.read_bytes()
+            with state.open("r+b") as fh:  # 64 bits in the middle of the KV numbers
+                fh.seek(len(clean) // 2)
+                fh.write(bytes(b ^ 0xFF for b in clean[len(clean) // 2:][:8]))
+            state.with_name(state.name + ".sha256").write_text(
+                f"{hashlib.sha256(state.read_bytes()).hexdigest()}  {state.name}\n")
         judge_answers(_split_answers()[:1], config=JudgeConfig.load(), db=store)
         (split,) = [c for c in store.db["calls"].rows if c["purpose"] == "split"]
-        outputs.append((split["raw_output"], [r["claim"] for r in store.verdict_rows()]))
+        outputs.append((split["raw_output"], [(r["claim"], r["label"], r["strength"])
+                                              for r in store.verdict_rows()]))
         if name == "evaluated":
             assert restored == [False]
-            assert sorted(p.suffix for p in folder.iterdir()) == [".bin", ".sha256"]
+            assert [p.suffix for p in folder.iterdir()] == [".bin"]  # nothing beside it
+        recorded = store.rows("select name, sha256 from prefix_states")
+        assert [(r["name"], r["sha256"]) for r in recorded] == [
+            (p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in folder.glob("*.bin")]
+        store.close()
     embedded.unload()
-    assert restored == [False, True]
-    assert outputs[0] == outputs[1]
+    assert restored == [False, True, False]  # the edited state was not restored ...
+    assert outputs[0] == outputs[1] == outputs[2]  # ... and changed nothing
+    assert not list(folder.glob("*.sha256"))  # deleted with it; saved anew, recorded

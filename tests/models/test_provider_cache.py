@@ -115,7 +115,7 @@ def test_a_store_from_before_the_cache_columns_upgrades(tmp_path: Path) -> None:
     conn.close()
     store = Store.open(path)
     try:
-        assert "m014_call_cache_and_label_tokens" in [r["name"]
+        assert "m017_call_cache_and_label_tokens" in [r["name"]
                                                        for r in store.db["_migrations"].rows]
         old = store.get_call("call-old")
         assert old is not None and old["cached_tokens"] is None and old["label_tokens"] is None

@@ -88,9 +88,11 @@ def test_peer_rows_cite_all_their_contexts_so_supported_claims_need_no_review(
     # the supported claim cites every context, its quote is found: nothing to review
     assert supported.evidence and not supported.review, supported.review_reasons
     assert unsupported.review and "missing_citation" not in unsupported.review_reasons
-    # the same answer as a plain JSONL record without the setting still asks for citations
+    # the same answer as a plain JSONL record, read as citing nothing (uncited =
+    # "missing_citation"), still asks for citations
     plain = {k: v for k, v in records[0].items() if k != "uncited"}
-    again = judge.judge_answers([plain], config=config, db=tmp_path / "k.db")
+    again = judge.judge_answers([plain], config=config.model_copy(
+        update={"uncited": "missing_citation"}), db=tmp_path / "k.db")
     assert all("missing_citation" in v.review_reasons for v in again[0].verdicts)
 
 

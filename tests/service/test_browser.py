@@ -87,10 +87,11 @@ def judged_with_queue(db: Path, records: list[dict], folder: Path, config: Judge
 
 
 @contextmanager
-def judge_serve(db: Path, *options: str) -> Iterator[str]:
-    """``judge serve`` on ``db`` (with ``options``) in a subprocess, as a user starts it;
-    yields its base URL once ``/v1/health`` answers, and stops it on leaving."""
-    port = free_port()
+def judge_serve(db: Path, *options: str, port: int | None = None) -> Iterator[str]:
+    """``judge serve`` on ``db`` (with ``options``) in a subprocess, as a user starts it, on
+    ``port`` (default: a free one); yields its base URL once ``/v1/health`` answers, and stops
+    it on leaving."""
+    port = port or free_port()
     code = "import sys; from judge.cli import main; sys.argv = ['judge', *sys.argv[1:]]; main()"
     env = {**os.environ, "CLAIM_JUDGE_TOKENS": f"{TOKEN}:alice", "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(

@@ -169,3 +169,38 @@ def test_a_store_from_before_operating_points_upgrades_and_its_queues_still_read
         assert watch is not None and watch["status"] == "not_estimable"
     finally:
         store.close()
+
+
+def test_a_store_from_before_batch_jobs_upgrades_and_keeps_them_by_call(tmp_path: Path) -> None:
+    """A store whose last migration is m013 opens with m016 (batch jobs) applied: a batch job and its
+    calls are recorded, found again by call id while open (for its provider only), and no
+    longer once read."""
+    path = tmp_path / "m013.db"
+    conn = sqlite3.connect(path)
+    db = sqlite_utils.Database(conn)
+    names = [n for n, _ in MIGRATIONS]
+    upto = names.index("m013_operating_point_score")
+    db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+    for name, fn in MIGRATIONS[:upto + 1]:
+        fn(db)
+        db["_migrations"].insert({"name": name, "applied_at": "2026-11-01T00:00:00"})
+    conn.commit()
+    conn.close()
+    store = Store.open(path)
+    try:
+        assert "m016_batch_jobs" in [r["name"] for r in store.db["_migrations"].rows]
+        store.add_batch_job({"id": "bj-1", "run_id": "run-1", "model": "openai/m",
+                             "provider": "openai", "endpoint": "/v1/chat/completions",
+                             "phase": 1, "state": "preparing", "requests": 2},
+                            ["call-a", "call-b"])
+        store.update_batch_job("bj-1", input_file_id="file-1", batch_id="batch-1",
+                               state="submitted", counts={"status": "in_progress"})
+        assert store.open_batch_jobs(["call-b", "call-c"], "openai") == {"bj-1": ["call-b"]}
+        assert store.open_batch_jobs(["call-b"], "azure") == {}
+        job = store.batch_job("bj-1")
+        assert job is not None and job["batch_id"] == "batch-1" and job["phase"] == 1
+        assert store.batch_job_calls("bj-1") == ["call-a", "call-b"]
+        store.update_batch_job("bj-1", state="read")
+        assert store.open_batch_jobs(["call-a"], "openai") == {}
+    finally:
+        store.close()

@@ -12,6 +12,8 @@ answers resume::
         server.fault("status", status=503, times=2)      # two 503s, then normal answers
         server.fault("status", status=500, content="...") # an error with this message
         server.fault("status", status=429, retry_after=1)
+        server.fault("status", status=401, echo=True)     # the message echoes the request's
+                                                          # path and headers (the key too)
         server.fault("hang", seconds=30)                  # holds the request open
         server.fault("malformed")                         # a body that is not JSON
         server.fault("truncated")                         # finish_reason "length", cut JSON
@@ -94,6 +96,8 @@ class Fault:
     candidates: list[str] = field(default_factory=list)
     #: matching requests served normally before the fault applies
     after: int = 0
+    #: a status fault's message echoes the request's path and headers, as some providers do
+    echo: bool = False
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -144,6 +148,8 @@ class OpenAIServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
+                if server.route(self, "GET", b""):
+                    return
                 if self.path.startswith("/_requests"):
                     with server.lock:
                         self._send(200, server.requests)
@@ -156,6 +162,8 @@ class OpenAIServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if server.route(self, "POST", raw):
+                    return
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
@@ -234,6 +242,10 @@ class OpenAIServer:
 
     # -- serving ----------------------------------------------------------------------------
 
+    def route(self, handler: Any, method: str, raw: bytes) -> bool:
+        """A subclass serves more paths here (True: served); ``raw`` is a POST's body."""
+        return False
+
     def _take_fault(self, kind: str) -> Fault | None:
         with self.lock:
             for fault in self.faults:
@@ -255,15 +267,18 @@ class OpenAIServer:
         fault = self._take_fault(kind)
         with self.lock:
             self.requests.append({"kind": kind, "model": body.get("model"), "time": time.time(),
-                                  "fault": fault.kind if fault else None, "body": body})
+                                  "fault": fault.kind if fault else None, "body": body,
+                                  "headers": dict(handler.headers)})
         if self.latency_s:
             time.sleep(self.latency_s)
         if fault is not None and fault.kind == "status":
             headers = {}
             if fault.retry_after is not None:
                 headers["Retry-After"] = f"{fault.retry_after:g}"
-            handler._send(fault.status, {"error": {"message": fault.content
-                                                   or f"injected {fault.status}",
+            message = fault.content or f"injected {fault.status}"
+            if fault.echo:
+                message += f"; request {handler.path} with headers {dict(handler.headers)}"
+            handler._send(fault.status, {"error": {"message": message,
                                                    "type": "server_error"}}, headers)
             return
         if fault is not None and fault.kind == "hang":
