@@ -17,7 +17,7 @@ from judge.models.label_tokens import LABEL_TOP_LOGPROBS
 from judge.runs.replay import replay_run
 from judge.store import Store
 from tests.conftest import FAKE_MODEL
-from tests.fakes import FakeLLM, claim_texts, rule_responder, with_label_logprobs
+from tests.fakes import FakeLLM, answer_lines, claim_texts, rule_responder, with_label_logprobs
 
 SRC = {"id": "S1", "text": "The river is long. The bridge is old. The tower is tall."}
 CLAIMS = ["The river is long.", "The bridge is old.", "The park is green.",
@@ -35,8 +35,7 @@ def given(answer_id: str = "a1") -> dict[str, Any]:
 
 def scripted(user: str, label: str, i: int) -> float:
     """The support a verify prompt's ``i``-th judgement gets: the claim's, by its text."""
-    texts = [t for _, t in claim_texts(user)] or [
-        line.split("] ", 1)[1] for line in user.splitlines() if line.startswith("[")]
+    texts = [t for _, t in claim_texts(user)] or [t for _, t in answer_lines(user)]
     return P_SUPPORTED[texts[i]]
 
 
