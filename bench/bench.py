@@ -6,9 +6,13 @@ DeepEval 4.3.1 were measured on) against the shared OpenAI-compatible mock
 and its cl100k tokens (chat framing and the JSON schema sent included):
 
 1. ``tokens``: model calls, prompt and completion tokens per answer and per claim, free text
-   and with given claims, next to the recorded RAGAS / DeepEval figures; harness overhead with
-   an instant mock (this process's CPU time per answer and per claim; the mock runs in its own
-   process); the 0-call re-run.
+   (split and verify, one call, the hosted default) and with given claims, next to the
+   recorded RAGAS / DeepEval figures; harness overhead with an instant mock (this process's
+   CPU time per answer and per claim; the mock runs in its own process); the 0-call re-run.
+   ``cache`` (:mod:`cache_share`): per strategy, the share of prompt tokens a provider's
+   prompt cache (1,024-token minimum) would serve. ``gold`` (:mod:`one_call_gold`): the
+   hosted default (one call) against two calls on the gold's free-text answers, the mock as
+   a strong-model stand-in: claims, coverage, checks and labels alike, calls and tokens.
 2. ``throughput``: 200 answers at 200 ms per call, concurrency 1 / 8 / 32, against the bound
    ``concurrency / (calls per answer x 0.2 s)``.
 3. ``scale``: CPU time per answer from 20 to 1,000 answers (instant mock): flat or not.
@@ -155,9 +159,12 @@ def bench_tokens(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> 
     print(f"{'system':<28}{'calls/ans':>10}{'prompt/ans':>11}{'compl/ans':>10}"
           f"{'claims/ans':>11}{'CPU ms/ans':>11}{'CPU ms/claim':>13}{'wall-mock ms/ans':>17}")
     rows = {}
+    from judge.config import HOSTED_PROFILE
+
     for name, path, settings in (
             ("claim-judge (free text)", free, {}),
             ("claim-judge (one call)", free, {"one_call": True}),
+            ("claim-judge (hosted default)", free, dict(HOSTED_PROFILE)),
             ("claim-judge (given claims)", given, {})):
         r = run(mock, path, tmp / f"{name}.db", name, **settings)
         n, c = r["answers"], r["claims"]
@@ -184,7 +191,12 @@ def bench_tokens(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> 
     ng = g["answers"]
     o = rows["claim-judge (one call)"]
     no = o["answers"]
+    h = rows["claim-judge (hosted default)"]
+    nh = h["answers"]
     targets = {
+        "prompt tokens <= 1.0x RAGAS, hosted default (issue 50)": per(h["prompt"], nh)
+        / ragas["prompt"],
+        "calls/answer, hosted default": per(h["calls"], nh),
         "calls/answer, free text <= 2.0": per(r["calls"], n),
         "calls/answer, given claims <= 1.0": per(g["calls"], ng),
         "calls/answer, free text in one call": per(o["calls"], no),
@@ -418,7 +430,7 @@ def bench_embedded(peer: Path, tmp: Path, figures: dict[str, Any], answers: int 
     figures["embedded"] = out
 
 
-SECTIONS = ("tokens", "peers", "throughput", "scale", "ray", "batches")
+SECTIONS = ("tokens", "cache", "gold", "peers", "throughput", "scale", "ray", "batches")
 
 
 def bench_batches(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> None:
@@ -543,6 +555,16 @@ def main() -> None:
         tmp = Path(folder)
         with Mock(shared / "peers", tmp / "mock.jsonl") as mock:
             for section in sections:
+                if section == "cache":  # bench/cache_share.py: a provider's prompt cache
+                    from cache_share import bench_cache
+
+                    bench_cache(mock, peer, tmp, figures)
+                    continue
+                if section == "gold":  # bench/one_call_gold.py: what one call loses
+                    from one_call_gold import bench_gold
+
+                    bench_gold(mock, tmp, figures)
+                    continue
                 {"tokens": bench_tokens, "peers": bench_peers, "throughput": bench_throughput,
                  "scale": bench_scale, "ray": bench_ray,
                  "batches": bench_batches}[section](mock, peer, tmp, figures)

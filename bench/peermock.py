@@ -39,6 +39,8 @@ class Mock:
 
     def __init__(self, peers: Path, log: Path) -> None:
         self.port = free_port()
+        #: every request whole, one JSON line each (read by bench/cache_share.py)
+        self.log = log
         env = dict(os.environ)
         cache = tiktoken_cache()
         if cache and "TIKTOKEN_CACHE_DIR" not in env:

@@ -46,6 +46,10 @@ claim list is the sentences joined as for a split, each with the positive label,
 evidence quote and the reason as for a verdict list; the optional ``text`` is written only for
 a joined claim (the prompt asks for it only when the claim is not its whole sentence), and the
 optional ``kind`` and ``subtype`` are left out.
+
+verify_claims v3 and judge_answer v2 (issue 50) frame their data as v2 and v1 do, after a
+first line naming the frame token (no frame of its own: read as before); judge_answer v2 gives
+a sentence that cites as ``[N] cites ["C1"]: ...``, whose prefix is not the sentence's text.
 """
 from __future__ import annotations
 
@@ -67,7 +71,7 @@ _CLAIM_HEAD = re.compile(r"^ claim (\d+)\b")
 _SENTENCE_HEAD = re.compile(r"^ sentence=(\d+)\b")
 _SOURCE_HEAD = re.compile(r'^ source ("(?:[^"\\]|\\.)*")')
 _ANSWER_HEAD = re.compile(r"^ answer$")
-_ANSWER_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
+_ANSWER_LINE = re.compile(r"^\[(\d+)\] (?:cites \[[^\]\n]*\]: )?(.*)$", re.M)
 
 
 def frames(text: str) -> list[tuple[str, str]]:

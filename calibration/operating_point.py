@@ -286,6 +286,65 @@ def _share(flags: np.ndarray, weights: np.ndarray, confidence: float = 0.95) -> 
     return Estimate(value=value, ci_low=low, ci_high=high, n=int(len(flags)))
 
 
+class RuleRecall(ResultModel):
+    """What a fixed flag rule (a label judge's: flag what is not labelled ``supported``, a
+    failed check, a review reason) catches of the gold problem claims: a recall with its
+    one-sided lower confidence bound. Not an operating point: nothing can be tuned, so no
+    target is promised; the bound says how much the rule catches at least."""
+
+    method: str
+    confidence: float
+    n: int
+    n_problems: int
+    #: gold problem claims the rule flags (weighted share in ``recall``)
+    caught: int
+    recall: Estimate
+    #: one-sided lower confidence bound of the recall (Clopper-Pearson; on the effective
+    #: counts with design weights)
+    recall_bound: Num
+    load: Estimate
+
+    def statement(self) -> str:
+        """One sentence: what the rule catches and what it costs on the gold."""
+        if not self.n_problems:
+            return (f"its label rule flags {_pct(self.load)} of {self.n} gold claims; the gold "
+                    "holds no problem claim, so no recall can be stated")
+        return (f"its label rule flags {self.caught} of {self.n_problems} gold problem claims "
+                f"({self.n} gold claims): recall >= {self.recall_bound:.2f} with "
+                f"{self.confidence:.0%} confidence (a lower bound of what the labels catch, not "
+                f"a tunable point; {self.recall.value:.0%} on the gold), load "
+                f"{_pct(self.load)}")
+
+
+RULE_METHOD = "one-sided Clopper-Pearson lower bound of the rule's recall on the gold"
+
+
+def rule_recall(flagged: Sequence[bool], problems: Sequence[bool], *,
+                confidence: float = DEFAULT_CONFIDENCE,
+                weights: Sequence[float] | None = None) -> RuleRecall:
+    """:class:`RuleRecall` of a fixed rule's ``flagged`` claims among the gold claims
+    (``problems``: whether people rejected each; ``weights``: design weights, default 1)."""
+    _check(0.5, confidence)
+    f = np.asarray(flagged, dtype=bool)
+    p = np.asarray(problems, dtype=bool)
+    w = np.ones(len(f)) if weights is None else np.asarray(weights, dtype=float)
+    if not (len(f) == len(p) == len(w)):
+        raise ValueError("flagged, problems and weights differ in length")
+    recall = _share(f[p], w[p])
+    bound = math.nan
+    if p.any():
+        pw = w[p]
+        n_eff = float(pw.sum() ** 2 / (pw * pw).sum())
+        caught = recall.value * n_eff
+        bound = 0.0 if caught <= 0 else float(
+            sps.beta.ppf(1 - confidence, caught, n_eff - caught + 1))
+    return RuleRecall(
+        method=RULE_METHOD if weights is None or np.allclose(w, 1.0)
+        else RULE_METHOD + ", with design weights read through Kish's effective size",
+        confidence=confidence, n=int(len(f)), n_problems=int(p.sum()),
+        caught=int((f & p).sum()), recall=recall, recall_bound=bound, load=_share(f, w))
+
+
 def recall_at(threshold: float, scores: Sequence[float], problems: Sequence[bool]) -> float:
     """The share of problem claims with a score below ``threshold`` (nan without problems)."""
     s = np.asarray(scores, dtype=float)[np.asarray(problems, dtype=bool)]

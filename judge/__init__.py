@@ -28,7 +28,7 @@ and the types they take and return (``AnswerRecord``, ``JudgeConfig``, ``AnswerR
 Import rules: each package's docstring says what it may import ("May import ...; never
 ...", checked by ``tests/test_layout.py``); the top-level modules (``api``, ``reading``,
 ``reviewing``, ``version``, ``pipeline``) sit above the packages they use. Leaves that every
-package may import: errors, formats, hashing, labels, language, text.
+package may import: errors, formats, hashing, labels, language, masking, text.
 """
 
 from __future__ import annotations

@@ -89,8 +89,9 @@ class Verdict(BaseModel):
     checks: list[Check] = Field(default_factory=list)
     strength: float = 0.0
     #: the judge's probability that the claim is supported, when its strategy gives one
-    #: (``scores``); None for the structured strategies, judge errors and labels the program
-    #: decided. The review queue reads claims with the lowest first.
+    #: (``scores``, ``probe``; ``batch`` with ``label_logprobs``, read from the label's
+    #: tokens); None otherwise, for judge errors and labels the program decided. The review
+    #: queue reads claims with the lowest first.
     support: float | None = None
     review: bool = True
     review_reasons: list[str] = Field(default_factory=list)

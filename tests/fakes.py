@@ -40,6 +40,11 @@ class Reply:
     #: top log-probabilities of the first token (choice calls); None: the provider
     #: reports none
     top_logprobs: dict[str, float] | None = None
+    #: every output token with its log-probability and top alternatives (a structured call
+    #: that asked for logprobs: :func:`label_token_logprobs`); None: the provider reports none
+    token_logprobs: list[tuple[str, float, dict[str, float]]] | None = None
+    #: prompt tokens the provider says it served from its cache (None: it says nothing)
+    cached_tokens: int | None = None
 
 
 #: The schema name a responder sees for a choice call (logprobs, one token, no schema).
@@ -111,9 +116,9 @@ def compact_rule(user: str) -> str:
 
 def answer_lines(user: str) -> list[tuple[int, str]]:
     """(number, text) of the sentences of a ``judge_answer`` prompt: the lines ``[N] …`` of
-    the frame headed ``answer``."""
+    the frame headed ``answer`` (v2: ``[N] cites [...]: …`` for a sentence that cites)."""
     return [(int(n), t) for head, body in _headed_frames(user) if head == " answer"
-            for n, t in re.findall(r"^\[(\d+)\] (.*)$", body, re.M)]
+            for n, t in re.findall(r"^\[(\d+)\] (?:cites \[[^\]\n]*\]: )?(.*)$", body, re.M)]
 
 
 def joint_rule(user: str) -> str:
@@ -228,7 +233,14 @@ class FakeLLM(CustomLLM):
             raise out
         reply = out if isinstance(out, Reply) else Reply(out)
         logprobs = None
-        if reply.top_logprobs is not None:
+        if reply.token_logprobs is not None:
+            logprobs = ChoiceLogprobs(content=[
+                ChatCompletionTokenLogprob(
+                    token=token, logprob=value, bytes=None,
+                    top_logprobs=[TopLogprob(token=t, logprob=v, bytes=None)
+                                  for t, v in sorted(top.items(), key=lambda kv: -kv[1])])
+                for token, value, top in reply.token_logprobs])
+        elif reply.top_logprobs is not None:
             top = [TopLogprob(token=t, logprob=v, bytes=None)
                    for t, v in sorted(reply.top_logprobs.items(), key=lambda kv: -kv[1])]
             first = ChatCompletionTokenLogprob(
@@ -242,7 +254,9 @@ class FakeLLM(CustomLLM):
                              logprobs=logprobs)],
             usage=Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
                         completion_tokens=len(reply.content) // 4,
-                        total_tokens=0),
+                        total_tokens=0,
+                        **({} if reply.cached_tokens is None else
+                           {"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}})),
         )
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
@@ -277,6 +291,57 @@ def _embed(fake: FakeLLM, model: str, inputs: list[Any], params: dict[str, Any])
     return EmbeddingResponse(model=model, data=data,
                              usage=Usage(prompt_tokens=tokens, completion_tokens=0,
                                          total_tokens=tokens))
+
+
+#: the schemas whose answers write labels (the verification calls)
+LABELLED = ("VerifyOutput", "CompactVerifyOutput", "JointOutput")
+_JSON_TOKEN = re.compile(r'\s+|[{}\[\]:,"]|[^\s{}\[\]:,"]+')
+
+
+def label_token_logprobs(content: str, support: Callable[[int, str], float]
+                         ) -> list[tuple[str, float, dict[str, float]]]:
+    """A JSON answer as tokens (each quote, bracket and word its own token) with
+    log-probabilities, as a provider asked for ``logprobs`` returns them: the token that
+    writes the ``i``-th label value (found by walking the tokens: ``"label"``, ``:``, ``"``,
+    then the value) lists the four labels as alternatives, ``supported`` with probability
+    ``support(i, label)`` and the written label (or ``contradicted``) with the rest; every
+    other token is near certain."""
+    tokens = _JSON_TOKEN.findall(content)
+    assert "".join(tokens) == content
+    solid = [i for i, t in enumerate(tokens) if not t.isspace()]
+    values = set()
+    for k in range(len(solid) - 5):
+        a, b, c, d, e, value = (tokens[solid[k + j]] for j in range(6))
+        if (a, b, c, d, e) == ('"', "label", '"', ":", '"'):
+            values.add(solid[k + 5])
+    out = []
+    for i, token in enumerate(tokens):
+        if i not in values:
+            out.append((token, -0.001, {token: -0.001}))
+            continue
+        p = support(len([v for v in values if v < i]), token)
+        other = token if token != "supported" else "contradicted"
+        top = {"supported": math.log(max(p, 1e-9)), other: math.log(max(1 - p, 1e-9) * 0.9),
+               "not_verifiable" if other != "not_verifiable" else "not_in_source":
+               math.log(max(1 - p, 1e-9) * 0.1)}
+        out.append((token, top[token], top))
+    return out
+
+
+def with_label_logprobs(responder: Responder, support: Callable[[str, str, int], float]
+                        ) -> Responder:
+    """``responder`` as a provider that returns log-probabilities on its verification answers:
+    ``support(user prompt, label, i)`` is the probability of ``supported`` at the ``i``-th
+    label it writes (:func:`label_token_logprobs`)."""
+    def respond(schema: str, messages: list[dict[str, Any]]) -> str | Reply | Exception:
+        out = responder(schema, messages)
+        if isinstance(out, str) and schema in LABELLED:
+            user = messages[-1]["content"]
+            return Reply(out, token_logprobs=label_token_logprobs(
+                out, lambda i, label: support(user, label, i)))
+        return out
+
+    return respond
 
 
 def install(fake: FakeLLM, provider: str = "fake") -> FakeLLM:

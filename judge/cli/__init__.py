@@ -114,6 +114,9 @@ def _reflow_help(typer_app: typer.Typer) -> None:
 
 
 def main() -> None:
+    from judge.masking import mask_streams
+
+    mask_streams()  # no secret is printed, whatever prints it (judge.masking)
     _register()
     try:
         app()

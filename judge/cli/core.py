@@ -220,6 +220,13 @@ def _refuse_other_formats(path: Path) -> None:
          f"records: {what} with `{safe(import_command(sniffed, path))}`", code=EXIT_USAGE)
 
 
+def tokens_line(s: RunSummary) -> str:
+    """Prompt tokens (with those the provider served from its cache, when it says) and
+    completion tokens."""
+    cached = "" if s.cached_tokens is None else f" ({s.cached_tokens} cached by the provider)"
+    return f"{s.prompt_tokens} prompt{cached}, {s.completion_tokens} completion"
+
+
 def print_summary(s: RunSummary) -> None:
     table = Table(title=f"run {s.run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -242,9 +249,13 @@ def print_summary(s: RunSummary) -> None:
         ("missing generator", str(s.missing_generator)),
         ("model calls", f"{s.model_calls} made ({s.attempts} HTTP attempts, {s.failed_calls} "
                         f"failed), {s.cached_calls} served from store, {s.merged_calls} merged"),
-        ("tokens", f"{s.prompt_tokens} prompt, {s.completion_tokens} completion"),
+        ("tokens", tokens_line(s)),
         ("wall time", f"{s.wall_seconds:.1f} s"),
     ]
+    if s.cost:
+        rows.append(("cost", f"${s.cost:.4f} (litellm's prices; cached prompt tokens at the "
+                             "cache-read price)" if s.cached_tokens else
+                             f"${s.cost:.4f} (litellm's prices)"))
     if s.retried_answers:
         rows.append(("answers retried", str(s.retried_answers)))
     if s.model_mismatch:

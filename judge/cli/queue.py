@@ -403,11 +403,14 @@ def threshold(
     (support, or the stacked score the version's packaged point names) that catches the
     target recall of problem claims with the stated confidence (exact binomial bound,
     docs/review.md#triage). Stored with the gold's hash, size and bound; the next `judge
-    queue build` uses it. Zero model calls."""
+    queue build` uses it. Zero model calls.
+
+    Exit codes: 0 a threshold was set; 3 none was (too little gold for every point: the
+    output says how many problem claims are needed); 64 usage error; 1 any other error."""
     from judge.cli.common import load_config
     from judge.evaluation import EvaluationError
     from judge.evaluation.gold import GoldRejected, read_gold
-    from judge.evaluation.operating import gold_scores, set_point
+    from judge.evaluation.operating import NoSupportScore, gold_scores, set_point
     from judge.fitting import FitRefused
     from judge.fitting.items import gold_from_store
     from judge.review.triage import TriageError, version_spec
@@ -444,12 +447,26 @@ def threshold(
             results.append({"domain": d, "id": row["id"], "sufficient": point.sufficient,
                             "statement": point.statement(),
                             **point.model_dump(mode="json")})
+    except NoSupportScore as exc:  # no point can be set: the same exit as too little gold
+        fail(str(exc), NO_THRESHOLD_EXIT)
     except (EvaluationError, FitRefused, TriageError, GoldRejected) as exc:
         fail(str(exc))
     if as_json:
         print_json({"judge_version": data.judge_version, "gold": data.gold,
                     "unscored": data.unscored, "points": results})
-        return
+    else:
+        _print_points(data, results)
+    if not any(r["sufficient"] for r in results):
+        console.print("[bold red]no threshold set:[/] too little gold for every point (see "
+                      "above); the queue keeps flagging by labels and checks")
+        raise typer.Exit(NO_THRESHOLD_EXIT)
+
+
+#: ``judge queue threshold`` set no threshold (too little gold): as a gate not met elsewhere.
+NO_THRESHOLD_EXIT = 3
+
+
+def _print_points(data: Any, results: list[dict[str, Any]]) -> None:
     from rich.markup import escape
 
     out.print(f"judge version {escape(data.judge_version)}, gold {escape(str(data.gold['file']))}"

@@ -109,7 +109,7 @@ def models(
     row = {"config": str(path) if path else None, "model": cfg.model,
            "strategy": cfg.strategy, "provider": where.provider,
            "key_variables": list(where.key_variables), "missing_keys": list(where.missing_keys),
-           "endpoint": where.endpoint, "endpoint_from": where.endpoint_from,
+           "endpoint": where.shown_endpoint, "endpoint_from": where.endpoint_from,
            "judge_version": version_of(cfg)}
     if as_json:
         print_json(row)
@@ -123,7 +123,7 @@ def models(
                        ("model", cfg.model), ("strategy", cfg.strategy),
                        ("provider", where.provider or f"unknown: {where.error}"),
                        ("key variable", keys),
-                       ("endpoint", f"{where.endpoint or '-'} ({where.endpoint_from})"),
+                       ("endpoint", f"{where.shown_endpoint or '-'} ({where.endpoint_from})"),
                        ("judge version", row["judge_version"])):
         table.add_row(key, safe(value))
     print_table(table)

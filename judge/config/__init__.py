@@ -23,6 +23,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from judge.config.operations import OperationalSettings
 from judge.config.versioned import (
     DEFAULT_MODEL,
@@ -33,9 +35,11 @@ from judge.config.versioned import (
     neutral_values,
 )
 from judge.hashing import content_hash
+from judge.masking import mask
 
 __all__ = [
-    "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "ONE_CALL_PROMPT", "SCHEMA_VERSION",
+    "CONFIG_FILE", "DEFAULT_MODEL", "EMBEDDED_PROFILE", "HOSTED_PROFILE", "ONE_CALL_PROMPT",
+    "SCHEMA_VERSION",
     "JudgeConfig", "Neutral", "OperationalSettings", "VersionedSettings", "config_path",
     "judge_version", "load_config", "short_model_name",
 ]
@@ -51,6 +55,16 @@ __all__ = [
 #: paraphrases a lexical-overlap rule would punish.
 EMBEDDED_PROFILE: dict[str, Any] = tomllib.loads(
     (Path(__file__).parent / "profiles" / "embedded.toml").read_text(encoding="utf-8")
+)["judge"]
+#: Settings a hosted model (any model not under ``embedded/``, an OpenAI-compatible server
+#: included) runs with when the config names no strategy, from
+#: ``judge/config/profiles/hosted.toml``: strategy ``batch`` with ``one_call`` (a free-text
+#: answer split and judged in one call), prompts laid out for providers' prompt caches
+#: (``judge_answer`` v2, ``verify_claims`` v3), and ``label_logprobs = "auto"`` (each claim's
+#: support read from the tokens that spell its label where the provider returns
+#: log-probabilities). A config that names its strategy gets the library defaults.
+HOSTED_PROFILE: dict[str, Any] = tomllib.loads(
+    (Path(__file__).parent / "profiles" / "hosted.toml").read_text(encoding="utf-8")
 )["judge"]
 
 
@@ -94,14 +108,28 @@ class JudgeConfig(OperationalSettings, VersionedSettings):
             if "judge" in raw and isinstance(raw.get("review"), dict):
                 data["review"] = raw["review"]  # the [review] table beside [judge]
         data.update({k: v for k, v in overrides.items() if v is not None})
+        if "api_key" in data:
+            raise ValueError(
+                "api_key is not a setting: a key is never read from a file; remove it and "
+                "export the provider's variable instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+                "...; `judge doctor` names the one the model needs)")
         # the embedded model with no strategy, or with its profile's strategy and no head of
         # its own (a bare strategy = "probe", refused before for want of a head), takes its
         # profile: the pinned head and layer; what the config sets wins
-        if data.get("model", DEFAULT_MODEL) == DEFAULT_MODEL and (
+        model = data.get("model", DEFAULT_MODEL)
+        if model == DEFAULT_MODEL and (
                 "strategy" not in data or (data["strategy"] == EMBEDDED_PROFILE["strategy"]
                                            and "probe_head" not in data)):
             data = {**EMBEDDED_PROFILE, **data}
-        return cls.model_validate(data)
+        elif not str(model).startswith("embedded/") and "strategy" not in data:
+            data = {**HOSTED_PROFILE, **data}  # a hosted model: the hosted default
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:  # an invalid value is echoed: never a secret
+            shown = mask(str(exc))
+            if shown != str(exc):
+                raise ValueError(shown) from None
+            raise
 
 
 def _heads_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:

@@ -3,11 +3,12 @@ the provider is, how long to wait, how often to try again, how much runs at once
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judge.config.review import ReviewSettings
+from judge.masking import remember_secrets
 
 
 class OperationalSettings(BaseModel):
@@ -44,6 +45,15 @@ class OperationalSettings(BaseModel):
     uncited: Literal["all_sources", "missing_citation"] = "all_sources"
     #: the review queue's target recall and learning settings (the ``[review]`` table)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets(cls, data: Any) -> Any:
+        """The credentials in ``api_base`` (and any value under a key's name, e.g. a stray
+        ``api_key``) are masked wherever this process prints or stores them
+        (:mod:`judge.masking`), its own validation errors included."""
+        remember_secrets(data)
+        return data
 
     def calls_in_flight(self) -> int:
         """Model calls in flight at once (``call_concurrency``, default 4 x concurrency)."""

@@ -147,6 +147,13 @@ class VersionedSettings(BaseModel):
     #: ``max_tokens``; else, and for given claims, split and verify are separate calls. A
     #: sentence the call leaves uncovered is verified in a second call (judge.decide.one_call).
     one_call: Annotated[bool, Neutral(False)] = False
+    #: "batch": the verification calls (verify_claims, judge_answer) ask the provider for the
+    #: output tokens' log-probabilities, and each claim's support is the probability of the
+    #: tokens that spell "supported" where its label is written (judge.models.label_tokens;
+    #: no extra call, never a model-reported confidence), so the review queue can set an
+    #: operating point at a stated recall. true: always ask; "auto": when litellm lists
+    #: ``logprobs`` and ``top_logprobs`` for the model (the hosted profile's); false: never.
+    label_logprobs: Annotated[bool | Literal["auto"], Neutral(False)] = False
     #: an answer whose sentences are all atomic (judge.split.atomic: one checkable statement,
     #: nothing joined, no pronoun, short) is not sent to the split: each sentence is a claim
     #: as it stands (origin "sentence"). Any other answer is split by the model as before.
@@ -291,6 +298,15 @@ class VersionedSettings(BaseModel):
             spec.check(self)
         if spec.prompt_version is not None:
             self.prompts.setdefault(spec.prompt, spec.prompt_version)
+        return self
+
+    @model_validator(mode="after")
+    def _label_logprobs_strategy(self) -> Self:
+        if self.label_logprobs is not False and self.strategy != "batch":
+            raise ValueError(
+                f"label_logprobs reads the labels of the 'batch' strategy's verification "
+                f"calls; strategy {self.strategy!r} gives its own support or none (leave "
+                "label_logprobs out)")
         return self
 
     @model_validator(mode="after")

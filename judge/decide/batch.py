@@ -11,7 +11,13 @@ that is not found stays as the model wrote it, so the quote check fails (fail cl
 Before any call the sources are checked against the model's context (:meth:`_shown`): sources
 that do not fit with the longest claim and ``max_tokens`` are cut to the passages that cover
 the claims (:func:`excerpt_record`), and when even those do not fit, the claims are not sent
-but recorded as ``judge_error`` with the reason."""
+but recorded as ``judge_error`` with the reason.
+
+From verify_claims v3 on, every call of an answer takes the answer's frame token (derived from
+its sources and all its claims), so the calls of an answer whose claims need several share
+their beginning up to the claims (instructions, then sources) for a provider's prompt cache.
+With ``label_logprobs`` the calls ask for log-probabilities and each claim's support is read
+from the tokens that spell its label (:mod:`judge.models.label_tokens`)."""
 
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ from judge.decide.packing import (
     schema_tokens,
 )
 from judge.models.client import CallFailed, ModelClient
+from judge.models.label_tokens import asks_label_logprobs, label_supports
 from judge.models.prompts import RenderedPrompt, render
 from judge.models.schemas import (
     ClaimJudgement,
@@ -44,8 +51,9 @@ from judge.records import AnswerRecord
 from judge.text import find_quote, sentence_spans
 from judge.verdicts import Claim
 
-#: (judgement or why there is none, by claim number; error of the whole call; call id)
-Judged = tuple[dict[int, ClaimJudgement | str], str | None, str | None]
+#: (judgement or why there is none, by claim number; error of the whole call; call id;
+#: support read from the label's tokens, by claim number)
+Judged = tuple[dict[int, ClaimJudgement | str], str | None, str | None, dict[int, float]]
 
 
 def prompt_version(version: str) -> int:
@@ -57,6 +65,10 @@ class BatchStrategy(StrategyBase):
         super().__init__(config, client, root)
         self.version = config.prompts["verify_claims"]
         self.compact = prompt_version(self.version) >= 2
+        #: v3 and later: one frame token per answer, the same in each of its calls
+        self.answer_frame = prompt_version(self.version) >= 3
+        #: the verification calls ask for log-probabilities (``label_logprobs``)
+        self.logprobs = asks_label_logprobs(config)
 
     async def decide(
         self, record: AnswerRecord, claims: list[Claim], run_id: str | None
@@ -73,7 +85,7 @@ class BatchStrategy(StrategyBase):
                 *(self._batch(shown, b, run_id) for b in batches)))
         decisions = []
         first = 1
-        for batch, (judgements, error, call) in zip(batches, results, strict=True):
+        for batch, (judgements, error, call, supports) in zip(batches, results, strict=True):
             calls = [call] if call else []
             # v1 numbers the claims of each call from 1; v2 numbers the answer's claims
             start = first if self.compact else 1
@@ -83,7 +95,8 @@ class BatchStrategy(StrategyBase):
                 err: str | None = found if isinstance(found, str) else error
                 if err is None and j is None:
                     err = f"no judgement for claim {number}"
-                decisions.append(Decision(claim, j, err, list(calls)))
+                decisions.append(Decision(claim, j, err, list(calls),
+                                          support=supports.get(number) if j else None))
             first += len(batch)
         return decisions
 
@@ -98,7 +111,7 @@ class BatchStrategy(StrategyBase):
         room = context_size(self.config) - self.config.max_tokens
 
         def need(shown: AnswerRecord) -> int:
-            return prompt_tokens(self._render(shown, [], 1)) + schema + largest
+            return prompt_tokens(self._render(shown, [], 1, claims)) + schema + largest
 
         whole = need(record)
         if whole <= room:
@@ -120,25 +133,43 @@ class BatchStrategy(StrategyBase):
     ) -> Judged:
         prompt = self._render(record, batch, 1)
         try:
-            out, call = await self.client.structured(prompt, VerifyOutput, "verify", run_id)
+            out, call = await self.client.structured(prompt, VerifyOutput, "verify", run_id,
+                                                     logprobs=self.logprobs)
         except CallFailed as exc:
-            return {}, f"verify failed: {exc}", exc.call_id
+            return {}, f"verify failed: {exc}", exc.call_id, {}
         by_number: dict[int, ClaimJudgement | str] = {}
         for j in out.judgements:  # a claim judged twice: neither judgement is trusted
             by_number[j.claim] = judged_twice(j.claim) if j.claim in by_number else j
-        return by_number, None, call
+        return by_number, None, call, self._supports(call, [j.claim for j in out.judgements])
 
-    def _render(self, record: AnswerRecord, batch: list[Claim], first: int) -> RenderedPrompt:
-        return render(
-            "verify_claims",
-            self.version,
-            self.root,
-            sources=source_data(record),
-            claims=[
-                {"number": n, "text": c.text, "cites": sorted({cit.source for cit in c.citations})}
-                for n, c in enumerate(batch, start=first)
-            ],
-        )
+    def _supports(self, call: str, numbers: list[int]) -> dict[int, float]:
+        """Each judged claim's support read from the tokens that spell its label (the
+        judgements in the order the model wrote them, ``numbers``), when the call asked for
+        log-probabilities and they could be read."""
+        supports = self.label_supports(call, len(numbers))
+        return {n: s for n, s in zip(numbers, supports, strict=True) if s is not None}
+
+    def label_supports(self, call: str, count: int) -> list[float | None]:
+        """The support of each of the ``count`` labels a stored call wrote, in order (all
+        None when it asked for no log-probabilities or they could not be read)."""
+        if not self.logprobs or self.client.store is None:
+            return [None] * count
+        stored = self.client.store.get_call(call)
+        return label_supports(stored.get("label_tokens") if stored else None, count)
+
+    def _render(self, record: AnswerRecord, batch: list[Claim], first: int,
+                every: list[Claim] | None = None) -> RenderedPrompt:
+        """The verify prompt of ``batch`` (numbered from ``first``). From v3 on, the frame
+        token is the answer's: derived from its sources and ``every`` claim of it (default:
+        ``batch``), so each of its calls frames its data with the same token."""
+        claims = [claim_data(n, c) for n, c in enumerate(batch, start=first)]
+        sources = source_data(record)
+        frame = None
+        if self.answer_frame:
+            frame = {"sources": sources,
+                     "claims": [claim_data(n, c) for n, c in enumerate(every or batch, start=1)]}
+        return render("verify_claims", self.version, self.root, frame=frame, sources=sources,
+                      claims=claims)
 
     # -- v2: as few calls as fit, compact output ---------------------------------------------
 
@@ -153,14 +184,15 @@ class BatchStrategy(StrategyBase):
         if fits_whole(prompt_tokens(whole) + schema, len(claims), self.config):
             sizes = [len(claims)]
         else:
-            fixed = prompt_tokens(self._render(shown, [], 1)) + schema
+            fixed = prompt_tokens(self._render(shown, [], 1, claims)) + schema
             sizes = plan(fixed, [estimate_tokens(c.text) + TOKENS_PER_FRAME for c in claims],
                          self.config)
         batches, prompts, first = [], [], 1
         for size in sizes:
             batch = claims[first - 1 : first - 1 + size]
             batches.append(batch)
-            prompts.append(whole if size == len(claims) else self._render(shown, batch, first))
+            prompts.append(whole if size == len(claims)
+                           else self._render(shown, batch, first, claims))
             first += size
         starts = [sum(sizes[:i]) + 1 for i in range(len(sizes))]
         results = await asyncio.gather(*(
@@ -174,9 +206,9 @@ class BatchStrategy(StrategyBase):
     ) -> Judged:
         try:
             out, call = await self.client.structured(prompt, CompactVerifyOutput, "verify",
-                                                     run_id)
+                                                     run_id, logprobs=self.logprobs)
         except CallFailed as exc:
-            return {}, f"verify failed: {exc}", exc.call_id
+            return {}, f"verify failed: {exc}", exc.call_id, {}
         wanted = range(first, first + count)
         seen: dict[int, CompactJudgement] = {}
         conflicting: set[int] = set()
@@ -188,7 +220,13 @@ class BatchStrategy(StrategyBase):
             n: expand(j, record, n) for n, j in seen.items() if n in wanted}
         for n in conflicting & set(wanted):
             judged[n] = judged_twice(n)
-        return judged, None, call
+        return judged, None, call, self._supports(call, [j.claim for j in out.judgements])
+
+
+def claim_data(number: int, claim: Claim) -> dict[str, object]:
+    """A claim as the verify templates frame it: its number, text and cited source ids."""
+    return {"number": number, "text": claim.text,
+            "cites": sorted({cit.source for cit in claim.citations})}
 
 
 def source_data(record: AnswerRecord) -> list[dict[str, str | None]]:

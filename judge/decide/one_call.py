@@ -14,6 +14,11 @@ one ``judge_error`` claim, as a failed split does.
 
 An answer whose prompt does not fit the model's context, or whose claims might not fit
 ``max_tokens``, is split and verified in separate calls as without ``one_call``.
+
+From ``judge_answer`` v2 on, a sentence that cites sources is given with their ids (``[N]
+cites ["S1"]: ...``), as a verify call gives a claim's. With ``label_logprobs`` the call asks
+for log-probabilities and each claim's support is read from the tokens that spell its label
+(:mod:`judge.models.label_tokens`), as for a verify call.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from judge.config import JudgeConfig
 from judge.decide import Decision
-from judge.decide.batch import BatchStrategy, expand, source_data
+from judge.decide.batch import BatchStrategy, expand, prompt_version, source_data
 from judge.decide.packing import fits_whole, prompt_tokens, schema_tokens
 from judge.models.client import CallFailed, ModelClient
 from judge.models.prompts import render
@@ -79,19 +85,24 @@ class OneCall:
         """The answer's split and decisions; None when it does not fit one call (then the
         caller splits and verifies in separate calls)."""
         texts, kept = self.splitter.sentences(record)
+        extra: dict[str, Any] = {}
+        if prompt_version(self.version) >= 2:  # v1 names no citation (its prompts unchanged)
+            extra["cites"] = [sorted({c.source for c in s.citations}) for s in kept] \
+                or [[] for _ in texts]
         prompt = render(
             "judge_answer", self.version, self.root,
             sources=source_data(record),
             sentences=[one_line(t) for t in texts],
             question=one_line(record.question) if record.question else None,
-            max_claims=self.config.max_claims_per_answer,
+            max_claims=self.config.max_claims_per_answer, **extra,
         )
         # about one claim a sentence
         if not fits_whole(prompt_tokens(prompt) + schema_tokens(JointOutput), len(texts),
                           self.config, TOKENS_PER_JOINT_CLAIM):
             return None
         try:
-            out, call = await self.client.structured(prompt, JointOutput, "judge", run_id)
+            out, call = await self.client.structured(prompt, JointOutput, "judge", run_id,
+                                                     logprobs=strategy.logprobs)
         except CallFailed as exc:
             return Split([unsplit_claim(record)], f"split and verify failed: {exc}",
                          exc.call_id), []
@@ -100,6 +111,7 @@ class OneCall:
             return split, []
         decisions: dict[int, Decision] = {}
         twice = conflicting(out.claims, texts)
+        supports = dict(enumerate(strategy.label_supports(call, len(out.claims))))
         for position, (claim, index) in enumerate(zip(split.claims, split.made_from,
                                                       strict=True)):
             if position in split.ungrounded:  # not the sentence's claim: not judged
@@ -108,7 +120,8 @@ class OneCall:
                 decisions[position] = Decision(claim, None, twice[index])
             elif index is not None:  # the split call's id is the verdict's first call already
                 judged = out.claims[index]
-                decisions[position] = Decision(claim, expand(judged, record, position + 1))
+                decisions[position] = Decision(claim, expand(judged, record, position + 1),
+                                               support=supports.get(index))
         uncovered = [p for p in range(len(split.claims)) if p not in decisions]
         if uncovered:
             verified = await strategy.decide(record, [split.claims[p] for p in uncovered],

@@ -35,7 +35,7 @@ from calibration.labels import one_of
 from judge.errors import JudgeError
 from judge.records.jsonl import explain, iter_lines
 from judge.records.models import MAX_ANSWER_CHARS, MAX_LINE_BYTES, MAX_SOURCE_CHARS
-from judge.records.strictjson import JSONLimitError, loads
+from judge.records.strictjson import BOM, JSONLimitError, loads
 from judge.review.reviews import HUMAN_PREFIX, REVIEW_SUBTYPES, is_human
 from judge.verdicts import ALL_SUBTYPES, LABELS, Label
 
@@ -373,7 +373,8 @@ def parse_gold_line(raw: bytes, line: int) -> tuple[GoldItem | None, list[GoldPr
         return None, [GoldProblem(line, "error", f"line is {len(raw)} bytes; the limit is "
                                                  f"{MAX_LINE_BYTES}")]
     try:
-        data = loads(raw.decode("utf-8").removeprefix("\ufeff"))
+        text = raw.decode("utf-8")
+        data = loads(text.removeprefix(BOM) if line == 1 else text)  # a BOM begins a file only
     except UnicodeDecodeError as exc:
         return None, [GoldProblem(line, "error", f"not valid UTF-8 (byte {exc.start})")]
     except JSONLimitError as exc:
@@ -388,6 +389,10 @@ def parse_gold_line(raw: bytes, line: int) -> tuple[GoldItem | None, list[GoldPr
         GoldProblem(line, "refused", not_a_person_message(where, who), item_id)
         for where, who in _raw_annotators(data) if not is_human(who)
     ]
+    if "\\u0000" in text.lower():  # raw NUL is refused by loads; a label on such text is kept
+        problems.append(GoldProblem(
+            line, "warning", "a text holds a NUL character (U+0000, written \\u0000): kept as "
+            "given, but NUL is not text; remove it from the file", item_id))
     try:
         item = GoldItem.model_validate(data)
     except ValidationError as exc:

@@ -1,16 +1,29 @@
 """Setting the review queue's operating point from human gold: the gold items matched to a
 judge version's stored verdicts, their flag scores (:func:`judge.review.triage.flag_score`),
 and the point (:func:`calibration.operating_point.set_operating_point`) stored with the gold's
-hash, size and bound. Which point decides a queue is :mod:`judge.review.triage`'s business."""
+hash, size and bound. Which point decides a queue is :mod:`judge.review.triage`'s business.
+
+A judge that gives no support score on the gold (it answers with labels: a provider without
+log-probabilities) has no threshold to set: the only scored claims would be those the queue
+takes whatever their score, and a point on them would read "support < 0 ... recall >= 0.90 ...
+load 100%". No point is set or stored for it; :class:`NoSupportScore` says instead what its
+label rule flags catch on the gold (:func:`calibration.operating_point.rule_recall`: a lower
+bound, not a tunable point) and how to get a support score."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from calibration.operating_point import OperatingPoint, set_operating_point
+from calibration.operating_point import (
+    OperatingPoint,
+    RuleRecall,
+    rule_recall,
+    set_operating_point,
+)
 from judge.evaluation.calibrate import gold_summary, matched_gold
 from judge.evaluation.gold import GoldFile
 from judge.hashing import content_hash
@@ -18,6 +31,36 @@ from judge.labels import Label
 from judge.review.score import ScoreSpec
 from judge.review.triage import TriageError, domains_of, flag_score
 from judge.store import Store
+
+
+class NoSupportScore(TriageError):
+    """The judge version gives no support score on the gold: no threshold can be set. The
+    message states what its label rule flags catch on the gold and the fix."""
+
+    def __init__(self, judge_version: str, rule: RuleRecall, domain: str = "") -> None:
+        self.rule = rule
+        where = f" of domain {domain!r}" if domain else ""
+        super().__init__(
+            f"{judge_version} gives no support score on the gold{where} (it answers with "
+            "labels: its verification calls returned no log-probabilities), so no operating "
+            f"point can be set and none is stored; {rule.statement()}. For a stated recall, "
+            "judge with log-probabilities: label_logprobs = \"auto\" (the hosted default) or "
+            "true with a provider that returns them (OpenAI's GPT models, vLLM, llama.cpp), "
+            "or a strategy that scores (probe, scores); judge the gold again (`judge "
+            "eval-gold`) and run this again")
+
+
+@dataclass
+class RuleClaim:
+    """A matched gold claim as the queue's label rule sees it (every matched claim, scored
+    or not)."""
+
+    flagged: bool
+    problem: bool
+    weight: float
+    domain: str
+    #: the judge gave it a flag score (a support, or -inf: taken whatever its score)
+    scored: bool
 
 
 @dataclass
@@ -34,6 +77,8 @@ class GoldScores:
     unscored: int = 0
     #: how the scores were formed (:mod:`judge.review.score`; None: the support score)
     spec: ScoreSpec | None = None
+    #: every matched claim as the label rule flags it (the statement without a score)
+    rule: list[RuleClaim] = field(default_factory=list)
 
 
 def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None,
@@ -49,15 +94,28 @@ def gold_scores(store: Store, gold: GoldFile, judge_version: str | None = None,
                      [], [], [], [], spec=spec)
     for m in rows:
         score = flag_score(m.row, spec=spec)
+        item = m.entry.item
+        domain = domains.get(m.row["answer_id"]) or item.dataset or ""
+        problem = item.label != Label.SUPPORTED
+        out.rule.append(RuleClaim(label_rule_flags(m.row), problem, item.sampled_weight, domain,
+                                  score is not None))
         if score is None:
             out.unscored += 1
             continue
-        item = m.entry.item
         out.scores.append(score)
-        out.problems.append(item.label != Label.SUPPORTED)
+        out.problems.append(problem)
         out.weights.append(item.sampled_weight)
-        out.domains.append(domains.get(m.row["answer_id"]) or item.dataset or "")
+        out.domains.append(domain)
     return out
+
+
+def label_rule_flags(row: dict[str, Any]) -> bool:
+    """Whether the queue flags a stored verdict row by its labels, checks and review reasons
+    (as it does without an operating point: :func:`judge.review.queue.classify`)."""
+    from judge.review.queue import DEFAULT_PRIORITY, classify
+
+    rank = {name: i for i, name in enumerate(DEFAULT_PRIORITY)}
+    return classify(row, rank, None)[1] != "passed"
 
 
 def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall: float = 0.9,
@@ -66,6 +124,14 @@ def set_point(store: Store, data: GoldScores, *, domain: str = "", target_recall
     """Set, store and return the operating point of ``data.judge_version`` for ``domain``
     ('' = every gold claim, version-wide)."""
     keep = [i for i, d in enumerate(data.domains) if not domain or d == domain]
+    claims = [c for c in data.rule if not domain or c.domain == domain]
+    if (not any(math.isfinite(data.scores[i]) for i in keep)
+            and any(not c.scored for c in claims)):
+        # the judge scores none of the claims it could miss (only those the queue takes
+        # whatever their score): a threshold would state a point at support 0
+        raise NoSupportScore(data.judge_version, rule_recall(
+            [c.flagged for c in claims], [c.problem for c in claims],
+            confidence=confidence, weights=[c.weight for c in claims]), domain)
     if not keep:
         known = ", ".join(sorted(set(data.domains) - {""})) or "none"
         raise TriageError(f"no gold claim of domain {domain!r} has a support score by "

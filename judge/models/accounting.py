@@ -1,6 +1,8 @@
 """What a model client's calls used and who answered them: calls made, served from the store,
-failed and merged; tokens and cost (as the provider and litellm report them); the model each
-call was answered by, and the answers by another model than the pinned one."""
+failed and merged; tokens and cost (as the provider and litellm report them); the prompt tokens
+the provider served from its prompt cache, when it reports them (``cached_tokens``; litellm
+prices them at the model's cache-read price, so the cost counts them); the model each call was
+answered by, and the answers by another model than the pinned one."""
 
 from __future__ import annotations
 
@@ -24,18 +26,40 @@ class CallStats:
     merged: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: prompt tokens the provider said it served from its prompt cache
+    cached_tokens: int = 0
     cost: float = 0.0
     model_mismatch: set[str] = field(default_factory=set)
 
 
+def cached_tokens(usage: Any) -> int | None:
+    """The prompt tokens a provider says it served from its cache
+    (``prompt_tokens_details.cached_tokens``, where litellm puts OpenAI's and Anthropic's
+    cache reads); None when the response says nothing about them (instructor's usage
+    accounting fills in 0 for a structured call whose provider said nothing)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, dict):
+        value = details.get("cached_tokens")
+    else:
+        value = getattr(details, "cached_tokens", None)
+    if value is None:
+        value = getattr(usage, "cache_read_input_tokens", None)
+    return int(value) if isinstance(value, int | float) and value >= 0 else None
+
+
 def describe(responses: list[Any]) -> dict[str, Any]:
-    """The last response's output and model; tokens and cost summed over every response
-    (a re-asked call pays for each)."""
+    """The last response's output and model, and the tokens that spell its labels
+    (:func:`judge.models.label_tokens.read_label_tokens`, when it carries log-probabilities);
+    tokens, cached tokens and cost summed over every response (a re-asked call pays for
+    each)."""
     if not responses:
         return {"raw_output": None, "model_answered": None, "finish_reason": None}
+    from judge.models.label_tokens import read_label_tokens
+
     response = responses[-1]
     choice = response.choices[0] if getattr(response, "choices", None) else None
     prompt_tokens = completion_tokens = 0
+    cached: int | None = None
     costs: list[float | None] = []
     import litellm
 
@@ -43,6 +67,9 @@ def describe(responses: list[Any]) -> dict[str, Any]:
         usage = getattr(each, "usage", None)
         prompt_tokens += getattr(usage, "prompt_tokens", None) or 0
         completion_tokens += getattr(usage, "completion_tokens", None) or 0
+        read = cached_tokens(usage)
+        if read is not None:
+            cached = (cached or 0) + read
         # litellm prices every response it returns (in its hidden params): used as is
         known = (getattr(each, "_hidden_params", None) or {}).get("response_cost")
         if known is not None:
@@ -60,7 +87,9 @@ def describe(responses: list[Any]) -> dict[str, Any]:
         "finish_reason": getattr(choice, "finish_reason", None),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
+        "cached_tokens": cached,
         "cost": cost,
+        "label_tokens": read_label_tokens(response),
     }
 
 
@@ -89,6 +118,7 @@ class Accounting:
         stats.failed += 0 if ok else 1
         stats.prompt_tokens += row.get("prompt_tokens") or 0
         stats.completion_tokens += row.get("completion_tokens") or 0
+        stats.cached_tokens += row.get("cached_tokens") or 0
         stats.cost += row.get("cost") or 0.0
         self.note_model(row["id"], row.get("model_answered"))
 

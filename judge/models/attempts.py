@@ -13,6 +13,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
+from judge.masking import mask  # noqa: E402
 from judge.store import now  # noqa: E402
 
 #: Provider errors worth a backoff and another try (litellm / openai exception names).
@@ -131,7 +132,8 @@ def backoff(attempt: int, asked: float | None, base: float = 1.0) -> float:
 
 
 def root_message(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    """What a failed call says, with the secrets masked (a provider may echo the key)."""
+    text = mask(f"{type(exc).__name__}: {exc}")
     return text if len(text) < 2000 else text[:2000] + "…"
 
 

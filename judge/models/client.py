@@ -58,6 +58,7 @@ from judge.models.choices import CHOICE_TOP_LOGPROBS, option_logprobs, stored_sc
 from judge.models.embedded import ModelUnavailable, model_unavailable  # noqa: E402
 from judge.models.embedding import EmbeddingCalls  # noqa: E402
 from judge.models.failures import CallFailed, ReplayMiss, RunStopped, replay_failure  # noqa: E402
+from judge.models.label_tokens import LABEL_TOP_LOGPROBS  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.models.providers import ensure_registered, provider_for  # noqa: E402
 from judge.models.structured import instructor_client, instructor_model, response_schema  # noqa: E402
@@ -105,11 +106,13 @@ class ModelClient(EmbeddingCalls):
 
     # -- identity -----------------------------------------------------------------------
 
-    def params(self) -> dict[str, Any]:
+    def params(self, logprobs: bool = False) -> dict[str, Any]:
         """A structured call's parameters, part of its identity. ``reuse_instructions`` with
         a provider that keeps a KV cache adds ``shared_prefix = "instructions"``: the runtime
         evaluates the call on top of its prompt's fixed instructions
-        (judge.models.shared_prefix), which can change the numbers slightly."""
+        (judge.models.shared_prefix), which can change the numbers slightly. ``logprobs``:
+        the output tokens' log-probabilities and their top alternatives are asked for (a
+        verification call whose labels' probabilities are read, judge.models.label_tokens)."""
         params: dict[str, Any] = {
             "temperature": self.config.temperature,
             "seed": self.config.seed,
@@ -118,6 +121,8 @@ class ModelClient(EmbeddingCalls):
         provider = provider_for(self.config.model)
         if self.config.reuse_instructions and provider is not None and provider.shared_prefix:
             params["shared_prefix"] = "instructions"
+        if logprobs:
+            params.update(logprobs=True, top_logprobs=LABEL_TOP_LOGPROBS)
         return params
 
     def choice_params(self, shared_prefix: bool = False) -> dict[str, Any]:
@@ -137,17 +142,21 @@ class ModelClient(EmbeddingCalls):
             params["shared_prefix"] = True
         return params
 
-    def call_id(self, prompt: RenderedPrompt, schema: dict[str, Any]) -> str:
-        return self._call_id(prompt, schema, self.params())
+    def call_id(self, prompt: RenderedPrompt, schema: dict[str, Any],
+                logprobs: bool = False) -> str:
+        return self._call_id(prompt, schema, self.params(logprobs))
 
     # -- structured calls ---------------------------------------------------------------
 
     async def structured(
-        self, prompt: RenderedPrompt, response_model: type[T], purpose: str, run_id: str | None
+        self, prompt: RenderedPrompt, response_model: type[T], purpose: str, run_id: str | None,
+        logprobs: bool = False,
     ) -> tuple[T, str]:
-        """Return (parsed output, call id); raise CallFailed when no valid output exists."""
+        """Return (parsed output, call id); raise CallFailed when no valid output exists.
+        ``logprobs``: ask for the output tokens' log-probabilities (:meth:`params`); the
+        tokens that spell the labels are stored with the call (``label_tokens``)."""
         schema = response_schema(response_model)
-        call_id = self.call_id(prompt, schema)
+        call_id = self.call_id(prompt, schema, logprobs)
         stored = self.store.get_call(call_id) if self.store else None
         if (stored and stored["error"] is None and stored["raw_output"] is not None
                 and call_id not in self.refresh):
@@ -170,7 +179,7 @@ class ModelClient(EmbeddingCalls):
                 return batched  # type: ignore[no-any-return]
         result: tuple[T, str] = await self._once(
             call_id, lambda held: self._structured_call(prompt, response_model, schema, call_id,
-                                                        purpose, run_id, held.reasks),
+                                                        purpose, run_id, held.reasks, logprobs),
             prompt, self.config.max_tokens, self.config.reasks)
         return result
 
@@ -188,6 +197,7 @@ class ModelClient(EmbeddingCalls):
         purpose: str,
         run_id: str | None,
         reasks: int | None = None,
+        logprobs: bool = False,
     ) -> tuple[T, str]:
         from instructor.core.hooks import Hooks
 
@@ -198,7 +208,8 @@ class ModelClient(EmbeddingCalls):
         hooks.on("completion:response", attempts.response)
         hooks.on("completion:error", attempts.error)
         hooks.on("parse:error", attempts.parse_error)
-        row = self._row(prompt, schema, call_id, purpose, run_id, self.params())
+        params = self.params(logprobs)
+        row = self._row(prompt, schema, call_id, purpose, run_id, params)
         started = time.perf_counter()
         result, error = await self.flow.retrying(
             lambda: client.create_with_completion(
@@ -209,7 +220,7 @@ class ModelClient(EmbeddingCalls):
                 max_retries=self.config.reasks if reasks is None else reasks,
                 hooks=hooks,
                 timeout=self.config.timeout_s,
-                **self.params(),
+                **params,
                 **self.endpoint(),
             ),
             call_id, self.flow.rate_tokens(prompt, self.config.max_tokens),

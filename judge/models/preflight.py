@@ -31,6 +31,7 @@ from urllib.parse import urlsplit  # noqa: E402
 
 from judge.config import JudgeConfig  # noqa: E402
 from judge.errors import JudgeError  # noqa: E402
+from judge.masking import mask  # noqa: E402
 from judge.models.providers import provider_for  # noqa: E402
 
 #: exit code of a cause in the config or the environment (sysexits ``EX_USAGE``)
@@ -60,6 +61,10 @@ class Finding:
     fix: str = ""
     exit_code: int = 0
 
+    def __post_init__(self) -> None:  # an endpoint's credentials are never shown
+        object.__setattr__(self, "found", mask(self.found))
+        object.__setattr__(self, "fix", mask(self.fix))
+
     def message(self) -> str:
         return f"{self.found}: {self.fix}" if self.fix else self.found
 
@@ -79,7 +84,12 @@ class ModelRoute:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As shown: the endpoint's credentials masked (calls use :attr:`endpoint` whole)."""
+        return {**asdict(self), "endpoint": self.shown_endpoint}
+
+    @property
+    def shown_endpoint(self) -> str | None:
+        return mask(self.endpoint) if self.endpoint else self.endpoint
 
 
 class SetupError(JudgeError, ValueError):

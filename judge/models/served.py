@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from judge.config.probe import ProbeEndpoint
+from judge.masking import mask
 
 #: How a refusal for an endpoint whose models could not be listed begins (asked again later)
 UNLISTED = "could not list the models of the embeddings endpoint"
@@ -87,9 +88,9 @@ async def listing_problem(endpoint: ProbeEndpoint, api_key: str | None = None) -
             litellm.get_valid_models, check_provider_endpoint=True,
             custom_llm_provider=provider, api_base=endpoint.api_base, api_key=api_key)
     except Exception as exc:  # noqa: BLE001 - any failure to list is a refusal, recorded
-        return f"{UNLISTED}: {exc}"
+        return mask(f"{UNLISTED}: {exc}")
     served = sorted({str(m) for m in listed or []})
-    where = endpoint.api_base or f"{provider}'s default endpoint"
+    where = mask(endpoint.api_base or f"{provider}'s default endpoint")
     if not served:  # litellm answers [] when the endpoint cannot be reached
         return f"{UNLISTED} at {where} (is it running?)"
     if any(_is_pinned(endpoint, name) for name in served):

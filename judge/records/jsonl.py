@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 
 from judge.records.models import MAX_LINE_BYTES, AnswerRecord
-from judge.records.strictjson import JSONLimitError, check_value, loads
+from judge.records.strictjson import BOM, JSONLimitError, check_value, loads
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,11 @@ def parse_line(raw: bytes, line_no: int) -> AcceptedLine | RejectedLine:
     if len(raw) > MAX_LINE_BYTES:
         return RejectedLine(line_no, f"line is {len(raw)} bytes; the limit is {MAX_LINE_BYTES}")
     try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return RejectedLine(line_no, f"not valid UTF-8 (byte {exc.start}): {exc.reason}")
+    if line_no == 1:  # the file's own mark; one further on is refused (strictjson)
+        text = text.removeprefix(BOM)
     try:
         data = loads(text)
     except JSONLimitError as exc:

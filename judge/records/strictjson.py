@@ -10,7 +10,13 @@ can crash a batch, the store or a report.
 - ``NaN``, ``Infinity`` and ``-Infinity`` (accepted by Python's parser, not JSON) are refused;
 - an object that names a key twice is refused (parsers disagree on which value wins);
 - text with an unpaired surrogate (``"\\ud800"``: valid JSON, but not storable as UTF-8) is
-  refused.
+  refused;
+- a NUL character (U+0000) is refused: it is no text (a binary file, a broken export), and
+  tools cut text at it; raw in a line always, written ``\\u0000`` in a value by
+  :func:`check_value` (the records' reader; a gold file warns and keeps its item);
+- a byte-order mark (U+FEFF) outside a string is refused: a BOM may only begin the file (the
+  readers drop that one), so one further on means files joined with their marks. Inside a
+  string it is a character of the text (a zero-width no-break space).
 
 :func:`check_value` applies the same limits to values built in memory (records given to the
 Python API as dicts). Imports nothing of the package.
@@ -33,6 +39,8 @@ _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKETS = re.compile(r"[\[\]{}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.IGNORECASE)
+NUL = "\x00"
+BOM = "\ufeff"
 
 
 class JSONLimitError(ValueError):
@@ -94,6 +102,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def loads(text: str) -> Any:
     """Parse one JSON text under the limits; raise :class:`JSONLimitError` (a ValueError) with
     a clear reason for anything else than strict, bounded JSON."""
+    stray_marks(text)
     depth = nesting_depth(text)
     if depth > MAX_JSON_DEPTH:
         raise JSONLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
@@ -107,6 +116,21 @@ def loads(text: str) -> Any:
         raise JSONLimitError(f"invalid JSON at column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise JSONLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+
+
+def stray_marks(text: str) -> None:
+    """Refuse a NUL character anywhere in a JSON text, and a byte-order mark outside its
+    strings (:class:`JSONLimitError` with the column and the fix)."""
+    nul = text.find(NUL)
+    if nul >= 0:
+        raise JSONLimitError(f"a NUL character (U+0000) at column {nul + 1}: NUL is not text "
+                             "(a binary file, or an export that wrote it); remove it")
+    if BOM in text:
+        at = _STRINGS.sub(lambda m: " " * len(m.group()), text).find(BOM)
+        if at >= 0:
+            raise JSONLimitError(
+                f"a byte-order mark (U+FEFF) at column {at + 1}: a BOM may only begin the "
+                "file (files joined with their marks?); remove it")
 
 
 def check_value(value: Any, where: str = "value") -> None:
@@ -130,6 +154,10 @@ def check_value(value: Any, where: str = "value") -> None:
             if lone:
                 raise JSONLimitError(f"{where}: text holds an unpaired surrogate "
                                      f"(U+{ord(lone.group()):04X}), which is not Unicode text")
+            if NUL in item:
+                before = item[:item.index(NUL)][-30:]
+                raise JSONLimitError(f"{where}: a text holds a NUL character (U+0000) after "
+                                     f"{before!r}; NUL is not text, remove it")
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):

@@ -347,6 +347,7 @@ async def run_batch(
     summary.attempts, summary.merged_calls = stats.attempts, stats.merged
     summary.prompt_tokens, summary.completion_tokens = stats.prompt_tokens, stats.completion_tokens
     summary.cost = stats.cost
+    summary.cached_tokens = stats.cached_tokens or None
     summary.model_mismatch = sorted(stats.model_mismatch)
     summary.wall_seconds = time.perf_counter() - started
     summary.usage_error = bool(run.stopped) and pipeline.client.flow.usage_error

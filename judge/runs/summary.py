@@ -65,6 +65,9 @@ class RunSummary:
     merged_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: prompt tokens the provider served from its prompt cache (priced lower: counted in
+    #: ``cost``); None when no call's provider reported any
+    cached_tokens: int | None = None
     cost: float = 0.0
     wall_seconds: float = 0.0
     model_mismatch: list[str] = field(default_factory=list)
@@ -130,6 +133,7 @@ class RunSummary:
             "merged_calls": self.merged_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
             "cost": round(self.cost, 6),
             "wall_seconds": round(self.wall_seconds, 2),
             "model_mismatch": self.model_mismatch,

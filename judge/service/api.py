@@ -47,7 +47,7 @@ from judge.review.reviews import (
     record_review,
     review_history,
 )
-from judge.service.auth import require_role
+from judge.service.auth import RoleFirst, needs
 from judge.service.settings import Identity, ServiceSettings
 from judge.service.stats import dashboard_counts
 from judge.service.views import item_view
@@ -55,7 +55,8 @@ from judge.store import Store
 from judge.store.base import StoreError
 from judge.verdicts import LABELS
 
-router = APIRouter(prefix="/v1")
+#: a route declaring a role (``openapi_extra=needs(role)``) checks it before reading anything
+router = APIRouter(prefix="/v1", route_class=RoleFirst)
 
 LabelIn = Literal["supported", "contradicted", "not_in_source", "not_verifiable"]
 SubtypeIn = Literal[REVIEW_SUBTYPES]  # type: ignore[valid-type]
@@ -68,6 +69,10 @@ def settings_of(request: Request) -> ServiceSettings:
 
 
 def identity(request: Request) -> Identity:
+    """The caller (found already when the route declares a role: :class:`RoleFirst`)."""
+    known: Identity | None = getattr(request.state, "identity", None)
+    if known is not None:
+        return known
     who: Identity = request.app.state.auth.api_identity(request)
     return who
 
@@ -200,19 +205,18 @@ async def strict_json(request: Request, user: User) -> None:
 
 
 @router.post("/judge", tags=["judge"], summary="Judge one answer record synchronously",
-             dependencies=[Depends(strict_json)])
+             dependencies=[Depends(strict_json)], openapi_extra=needs("admin"))
 def judge_answer(record: AnswerRecord, request: Request, user: User, store: Db) -> dict[str, Any]:
     """Runs the pipeline with the server's judge config and stores the result (admin)."""
-    require_role(user, "admin")
     return _judge_one(settings_of(request), store, record)
 
 
 @router.post(
     "/runs", status_code=202, tags=["judge"],
     summary="Submit a batch (JSONL body, one answer record per line); poll /v1/runs/{run_id}",
+    openapi_extra=needs("admin"),
 )
 async def submit_batch(request: Request, user: User) -> dict[str, Any]:
-    require_role(user, "admin")
     settings = settings_of(request)
     body = bytearray()
     async for chunk in request.stream():
@@ -225,9 +229,9 @@ async def submit_batch(request: Request, user: User) -> dict[str, Any]:
     return {**job, "status": "running", "poll": f"/v1/runs/{job['run_id']}"}
 
 
-@router.get("/runs/{run_id:path}", tags=["judge"], summary="A run's status and summary")
+@router.get("/runs/{run_id:path}", tags=["judge"], summary="A run's status and summary",
+            openapi_extra=needs("admin"))
 def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, Any]:
-    require_role(user, "admin")
     try:
         run = store.run(run_id)
     except StoreError as exc:
@@ -243,12 +247,12 @@ def get_run(run_id: str, request: Request, user: User, store: Db) -> dict[str, A
     }
 
 
-@router.get("/answers/{answer_id:path}/verdicts", tags=["judge"], summary="An answer's verdicts")
+@router.get("/answers/{answer_id:path}/verdicts", tags=["judge"], summary="An answer's verdicts",
+            openapi_extra=needs("admin"))
 def answer_verdicts(
     answer_id: str, user: User, store: Db, judge_version: str | None = None
 ) -> dict[str, Any]:
     """The judge's labels: admin only, so reviewers stay blind."""
-    require_role(user, "admin")
     return _answer_verdicts(store, answer_id, judge_version)
 
 
@@ -256,9 +260,8 @@ def answer_verdicts(
 
 
 @router.post("/queues", status_code=201, tags=["queue"], summary="Build a review queue",
-             dependencies=[Depends(strict_json)])
+             dependencies=[Depends(strict_json)], openapi_extra=needs("admin"))
 def create_queue(body: QueueIn, request: Request, user: User, store: Db) -> dict[str, Any]:
-    require_role(user, "admin")
     review = settings_of(request).judge_config.review
     try:
         run_ids = [r["id"] for r in store.runs()] if body.all_runs else body.run_ids
@@ -452,11 +455,10 @@ def list_reviews(
 
 
 @router.post("/adjudications", status_code=201, tags=["review"], summary="Decide a disagreement",
-             dependencies=[Depends(strict_json)])
+             dependencies=[Depends(strict_json)], openapi_extra=needs("adjudicator"))
 def submit_adjudication(
     body: AdjudicationIn, request: Request, user: User, store: Db
 ) -> dict[str, Any]:
-    require_role(user, "adjudicator")
     try:
         item = get_item(store, body.item_id)
     except QueueError as exc:
@@ -472,12 +474,12 @@ def submit_adjudication(
     return {"adjudication": row, "state": get_item(store, item["id"])["state"]}
 
 
-@router.get("/gold", tags=["review"], summary="Gold labels (JSONL, as `judge gold export`)")
+@router.get("/gold", tags=["review"], summary="Gold labels (JSONL, as `judge gold export`)",
+            openapi_extra=needs("adjudicator"))
 def gold(
     request: Request, user: User, queue_id: str | None = None,
     include_pending_second: bool = False,
 ) -> StreamingResponse:
-    require_role(user, "adjudicator")
     store = Store.open(settings_of(request).db_path)
     try:
         lines = [json.dumps(x, ensure_ascii=False) + "\n"
@@ -488,14 +490,14 @@ def gold(
 
 
 @router.get("/queues/{queue_id:path}/recall", tags=["queue"],
-            summary="The recall a queue's reviews show, against the recall it states")
+            summary="The recall a queue's reviews show, against the recall it states",
+            openapi_extra=needs("admin"))
 def queue_recall(queue_id: str, user: User, store: Db) -> dict[str, Any]:
     """Admin only (the per-stratum figures would tell a reviewer the stratum of an item just
     reviewed). ``status``: ok, below, significantly_below or not_estimable; ``message`` says
     it in words. ``queue_id`` may be ``latest``."""
     from judge.review.triage import recall_watch
 
-    require_role(user, "admin")
     try:
         queue = get_queue(store, None if queue_id == "latest" else queue_id)
     except QueueError as exc:

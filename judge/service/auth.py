@@ -3,13 +3,13 @@ submitted token) that sets an HttpOnly session cookie for the review pages, and 
 CSRF token for their forms.
 
 Wrong tokens are throttled (:class:`FailureThrottle`, :meth:`Authenticator.admit`), counted
-per source (the client's address) and per source and token prefix (the token's first
-:data:`TOKEN_PREFIX_CHARS` characters): after :data:`MAX_FAILURES` wrong tokens within
-:data:`FAILURE_WINDOW_S` seconds, a source gets 429 (with ``Retry-After``) for every token
-that no valid token begins like, and for the prefix it kept failing with. A correct token is
-never refused because of someone else's failures: one sent from a noisy address is still
-checked. The source is the TCP peer; ``X-Forwarded-For`` is read only when the peer is one of
-the proxies the operator lists (``--trusted-proxy``, ``$CLAIM_JUDGE_TRUSTED_PROXIES``)."""
+per source (the client's address): after :data:`MAX_FAILURES` wrong tokens within
+:data:`FAILURE_WINDOW_S` seconds, a source gets the same 429 (status, body, ``Retry-After``)
+for every attempt, whatever the token (none is checked, so the answer tells nothing about
+it), and every such attempt counts as a failure too, so a source that keeps guessing stays
+throttled. The source is the TCP peer; ``X-Forwarded-For`` is read only when the peer is one of
+the proxies the operator lists (``--trusted-proxy``, ``$CLAIM_JUDGE_TRUSTED_PROXIES``), so
+the clients behind a listed proxy are throttled each on its own."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Response
+from fastapi.routing import APIRoute
 
 from judge.service.sessions import Session, StoredSessions
 from judge.service.settings import Identity
@@ -43,8 +45,6 @@ MAX_FAILURES = 10
 FAILURE_WINDOW_S = 60.0
 #: Clients remembered at most (the oldest are forgotten first).
 MAX_CLIENTS = 10_000
-#: Characters of a token its failures are also counted under (with the source).
-TOKEN_PREFIX_CHARS = 4
 TRUSTED_PROXIES_ENV = "CLAIM_JUDGE_TRUSTED_PROXIES"
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -59,8 +59,8 @@ class Throttled(HTTPException):
 
 
 class FailureThrottle:
-    """Wrong tokens per key (a source, or a source and token prefix) in a sliding window, in
-    this process."""
+    """Failed attempts per source in a sliding window, in this process (the last ``limit``
+    of each source are kept: all the window needs)."""
 
     def __init__(self, limit: int = MAX_FAILURES, window_s: float = FAILURE_WINDOW_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -81,25 +81,34 @@ class FailureThrottle:
     def wait(self, client: str) -> float:
         """Seconds ``client`` must wait before a token is checked again (0: go ahead)."""
         with self._lock:
-            stamp = self._clock()
-            seen = self._recent(client, stamp)
-            return seen[0] + self.window_s - stamp if len(seen) >= self.limit else 0.0
+            return self._wait(client, self._clock())
+
+    def _wait(self, client: str, stamp: float) -> float:
+        seen = self._recent(client, stamp)
+        return seen[0] + self.window_s - stamp if len(seen) >= self.limit else 0.0
 
     def failed(self, client: str) -> None:
         with self._lock:
-            stamp = self._clock()
-            seen = self._recent(client, stamp)
-            if not seen:
-                if len(self._failures) >= MAX_CLIENTS:
-                    del self._failures[next(iter(self._failures))]
-                self._failures[client] = seen
-            seen.append(stamp)
+            self._failed(client, self._clock())
+
+    def _failed(self, client: str, stamp: float) -> None:
+        seen = self._recent(client, stamp)
+        if not seen:
+            if len(self._failures) >= MAX_CLIENTS:
+                del self._failures[next(iter(self._failures))]
+            seen = self._failures[client] = deque(maxlen=self.limit)
+        seen.append(stamp)
 
     def check(self, client: str) -> None:
-        """Raise :class:`Throttled` while ``client`` must wait."""
-        wait = self.wait(client)
-        if wait > 0:
-            raise Throttled(wait)
+        """Raise :class:`Throttled` while ``client`` must wait; the attempt counts as a
+        failure then (a source that keeps trying stays throttled)."""
+        with self._lock:
+            stamp = self._clock()
+            if self._wait(client, stamp) <= 0:
+                return
+            self._failed(client, stamp)
+            wait = self._wait(client, stamp)
+        raise Throttled(wait)
 
 
 def parse_proxies(spec: str | list[str] | None) -> tuple[Network, ...]:
@@ -159,28 +168,14 @@ class Authenticator:
         peer = request.client.host if request.client else "unknown"
         return source_of(peer, request.headers.get("x-forwarded-for"), self.trusted_proxies)
 
-    def _known_prefix(self, prefix: str) -> bool:
-        known = False
-        for token in self._tokens:  # every candidate compared
-            known |= hmac.compare_digest(token[:TOKEN_PREFIX_CHARS].encode(), prefix.encode())
-        return known
-
     def admit(self, token: str, client: str) -> Identity | None:
-        """The token's identity, None for a wrong token (counted against ``client`` and
-        against ``client`` with the token's prefix); :class:`Throttled` when the source has
-        failed too often with this prefix, or too often at all and no valid token begins
-        with this prefix (so a correct token from a noisy address is still checked)."""
-        prefix = token[:TOKEN_PREFIX_CHARS]
-        own = f"{client} {prefix}"
-        wait = self.throttle.wait(own)
-        if wait <= 0 and not self._known_prefix(prefix):
-            wait = self.throttle.wait(client)
-        if wait > 0:
-            raise Throttled(wait)
+        """The token's identity, None for a wrong token (counted against ``client``);
+        :class:`Throttled`, the same for every token and counted too, while ``client`` has
+        failed too often: no token is checked then."""
+        self.throttle.check(client)
         identity = self.identity_for_token(token)
         if identity is None:
             self.throttle.failed(client)
-            self.throttle.failed(own)
         return identity
 
     def identity_for_token(self, token: str) -> Identity | None:
@@ -245,3 +240,35 @@ def require_role(identity: Identity, role: str) -> None:
         raise HTTPException(
             403, f"{identity.name} has the role {identity.role}; this needs {role} or above"
         )
+
+
+#: The schema extension naming the least role a route needs (:func:`needs`).
+ROLE_KEY = "x-role"
+
+
+def needs(role: str) -> dict[str, Any]:
+    """The ``openapi_extra`` of a route only ``role`` or above may use: :class:`RoleFirst`
+    checks the caller's token and role before the framework reads the body or the
+    parameters, so a caller who may not use the route gets 401 or 403 whatever the request
+    holds (never 422 first); the schema shows the role."""
+    return {ROLE_KEY: role}
+
+
+class RoleFirst(APIRoute):
+    """A route whose role (:func:`needs`) is checked before anything else of the request;
+    the identity found is kept for the route's own dependencies (``request.state.identity``:
+    the token is checked, and a wrong one counted, once)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        role = (self.openapi_extra or {}).get(ROLE_KEY)
+        if role is None:
+            return handler
+
+        async def guarded(request: Request) -> Response:
+            identity = request.app.state.auth.api_identity(request)
+            require_role(identity, role)
+            request.state.identity = identity
+            return await handler(request)
+
+        return guarded

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from judge.fingerprint import code_fingerprint
+from judge.masking import mask
 from judge.records import AnswerRecord
 from judge.store.admission import AdmissionMixin, AnswerConflict
 from judge.store.base import dumps, now, record_sha, verdict_id
@@ -231,7 +232,7 @@ class AnswersMixin(RunsMixin, AdmissionMixin):
                     "support": verdict.support,
                     "review": int(verdict.review),
                     "review_reasons": dumps(verdict.review_reasons),
-                    "error": verdict.error,
+                    "error": mask(verdict.error) if verdict.error else None,
                     "call_ids": dumps(verdict.call_ids),
                     "created_at": stamp,
                     "rule": verdict.rule,

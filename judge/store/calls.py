@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from judge.masking import mask
 from judge.store.base import StoreBase, dumps, now
 
 
@@ -20,6 +21,10 @@ class CallsMixin(StoreBase):
         in ``superseded_calls``); its HTTP attempts are appended (every attempt of every try
         stays)."""
         row = {k: (dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()}
+        if row.get("error"):  # secrets never stored (a provider may echo the key)
+            row["error"] = mask(row["error"])
+        attempts = [{**a, "error": mask(a["error"])} if a.get("error") else a
+                    for a in attempts]
         with self.transaction():
             prior = self.get_call(row["id"])
             if prior is not None:  # the earlier outcome of the same call stays on record

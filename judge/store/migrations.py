@@ -585,3 +585,13 @@ def m016_batch_jobs(db: sqlite_utils.Database) -> None:
     db.table("batch_requests").create({"call_id": str, "job_id": str},
                                       pk=("call_id", "job_id"))
     db.table("batch_requests").create_index(["job_id"])
+
+
+@migration
+def m017_call_cache_and_label_tokens(db: sqlite_utils.Database) -> None:
+    """A call's prompt tokens the provider served from its prompt cache, when it reports them
+    (NULL: it did not), and the tokens that spell the labels of a verification call that asked
+    for log-probabilities (:mod:`judge.models.label_tokens`, JSON; NULL: none asked or
+    returned), from which each claim's support is read."""
+    db.table("calls").add_column("cached_tokens", int)
+    db.table("calls").add_column("label_tokens", str)

@@ -9,6 +9,7 @@ import sqlite_utils
 
 from judge.fingerprint import code_fingerprint
 from judge.hashing import content_hash
+from judge.masking import mask
 from judge.store.base import StoreBase, StoreError, dumps, now
 
 
@@ -82,7 +83,7 @@ class RunsMixin(StoreBase):
     def finish_run(self, run_id: str, stats: dict[str, Any], status: str = "finished") -> None:
         with self.transaction():
             self.db.table("runs").update(
-                run_id, {"finished_at": now(), "status": status, "stats": dumps(stats)}
+                run_id, {"finished_at": now(), "status": status, "stats": mask(dumps(stats))}
             )
 
     def run(self, run_id: str) -> dict[str, Any]:
@@ -101,7 +102,7 @@ class RunsMixin(StoreBase):
     def add_rejected_line(self, run_id: str, line: int, error: str) -> None:
         with self.transaction():
             self.db.table("rejected_lines").insert(
-                {"run_id": run_id, "line": line, "error": error}, replace=True
+                {"run_id": run_id, "line": line, "error": mask(error)}, replace=True
             )
 
 

@@ -25,6 +25,8 @@ QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 FILES = {
     "judge/config/profiles/embedded.toml": f"{QWEN}@7d4226c6bd2b",
+    # read alone it names no model (the embedded default's); a hosted model takes it, below
+    "judge/config/profiles/hosted.toml": f"{QWEN}@580dd6e1ec9d",
     "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
     "research/configs/fit_per_domain.toml": f"{QWEN}@ed6e7fa4c5d8",
     "research/configs/fit_per_domain_first244_preliminary.toml": f"{QWEN}@2fc1035b2655",
@@ -81,6 +83,7 @@ CHANGED: dict[str, tuple[Any, str]] = {
     "one_call": (True, "x@1f4b02f01fca"),
     "split_atomic": (True, "x@f1930573beeb"),
     "reuse_instructions": (True, "x@6977d3d999d7"),
+    "label_logprobs": ("auto", "x@df0be4b6d3ce"),
 }
 
 #: one operational setting changed from BASE: the id stays BASE_ID
@@ -211,11 +214,41 @@ def test_neutral_values_are_the_defaults() -> None:
                             "review_support_below", "score_model", "domain_rules",
                             "require_generator", "context_tokens", "excerpts", "one_call",
                             "probe_head", "probe_layers", "probe_endpoint", "split_atomic",
-                            "reuse_instructions", "probe_excerpt_chars", "probe_reader"}
+                            "reuse_instructions", "probe_excerpt_chars", "probe_reader",
+                            "label_logprobs"}
     for name, value in neutral.items():
         assert VersionedSettings.model_fields[name].get_default(call_default_factory=True) \
             == value
         assert name not in JudgeConfig.model_validate(BASE).versioned_fields()
+
+
+def test_a_hosted_model_that_names_no_strategy_runs_the_hosted_default(tmp_path: Path) -> None:
+    from judge.config import HOSTED_PROFILE
+
+    bare = tmp_path / "judge.toml"  # what `judge init` writes
+    bare.write_text('[judge]\nmodel = "openai/gpt-4.1-mini"\n', encoding="utf-8")
+    config = JudgeConfig.load(bare)
+    assert (config.strategy, config.one_call, config.label_logprobs) == ("batch", True, "auto")
+    assert config.prompts == {"split_claims": "v2", "verify_claims": "v3",
+                              "judge_answer": "v2"} == HOSTED_PROFILE["prompts"]
+    assert version_of(config) == "gpt-4.1-mini@fb0b3668c635"
+    assert load_config(None, model="openai/gpt-4.1-mini") == config  # the CLI's --model
+    own = tmp_path / "own.toml"  # what the config sets wins
+    own.write_text('[judge]\nmodel = "openai/gpt-4.1-mini"\none_call = false\n',
+                   encoding="utf-8")
+    assert (JudgeConfig.load(own).one_call, JudgeConfig.load(own).label_logprobs) == \
+        (False, "auto")
+    named = tmp_path / "named.toml"  # a config that names its strategy: the library defaults
+    named.write_text('[judge]\nmodel = "openai/gpt-4.1-mini"\nstrategy = "batch"\n',
+                     encoding="utf-8")
+    library = JudgeConfig.load(named)
+    assert (library.one_call, library.label_logprobs) == (False, False)
+    assert library.prompts == {"split_claims": "v2", "verify_claims": "v2"}
+    assert library == JudgeConfig(model="openai/gpt-4.1-mini")
+    # an embedded model keeps its own: the default profile, or the library defaults
+    assert JudgeConfig.load(None).strategy == "probe"
+    other = load_config(None, model="embedded/other-model")
+    assert (other.strategy, other.one_call) == ("batch", False)
 
 
 def test_a_bare_probe_strategy_with_the_embedded_model_uses_its_pinned_head(

@@ -57,7 +57,12 @@ def _cases() -> list[tuple[str, bytes, str]]:
         "judged")
     add("crlf_line_ending", line(rec(next(n))) + b"\r", "judged")
     add("spaces_around_json", b"   \t" + line(rec(next(n))) + b"   ", "judged")
-    add("bom_on_a_middle_line", b"\xef\xbb\xbf" + line(rec(next(n))), "judged")
+    # a BOM may begin the file only (files joined with their marks): the line is refused
+    add("bom_on_a_middle_line", b"\xef\xbb\xbf" + line(rec(next(n))), "rejected:U+FEFF")
+    add("bom_between_tokens",
+        line(rec(next(n))).replace(b', "answer"', b', \xef\xbb\xbf"answer"'), "rejected:U+FEFF")
+    add("bom_inside_a_string_is_text",
+        rec(next(n), answer="Paris is the capital\ufeff of France [S1]."), "judged")
     add("invalid_utf8", b'{"id": "adv-x", "answer": "\xff\xfe", "sources": []}',
         "rejected:UTF-8")
     add("truncated_json", line(rec(next(n)))[:40], "rejected:invalid JSON")
@@ -198,7 +203,9 @@ def _cases() -> list[tuple[str, bytes, str]]:
     add("terminal_escapes", rec(next(n), answer="\u001b[2J\u001b[31mParis\u001b[0m is the "
                                                 "capital of France [S1].\u0007"), "judged")
     add("nul_character", rec(next(n), answer="Paris\u0000 is the capital of France [S1]."),
-        "judged")
+        "rejected:U+0000")
+    add("nul_raw_byte", line(rec(next(n))).replace(b"Paris is", b"Paris\x00 is", 1),
+        "rejected:U+0000")
     add("chinese", rec(next(n), answer="401 表示身分未確認 [S1]。403 表示權限不足 [S1]。",
                        sources=[{"id": "S1", "text": "401 表示身分未確認。403 表示權限不足。"}]),
         "judged")

@@ -85,7 +85,7 @@ def test_fields_added_later_leave_earlier_versions_their_ids() -> None:
                "score_model": {"weights": {label: {"overlap": 1.0} for label in LABELS},
                                "intercept": {label: 0.0 for label in LABELS}},
                "require_generator": True, "one_call": True, "split_atomic": True,
-               "reuse_instructions": True,
+               "reuse_instructions": True, "label_logprobs": "auto",
                "probe_head": {"file": "head.json", "sha256": "ab" * 32},
                "probe_layers": 21, "probe_excerpt_chars": 1500, "probe_reader": "claim_mean",
                "probe_endpoint": {"model": "openai/served-7b", "pooling": "last",

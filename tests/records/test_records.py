@@ -2,10 +2,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from judge.records import AcceptedLine, AnswerRecord, RejectedLine, read_records
+from judge.records import (
+    AcceptedLine,
+    AnswerRecord,
+    RejectedLine,
+    read_jsonl,
+    read_records,
+    validate_record,
+)
 from judge.records.models import MAX_LINE_BYTES
 from tests.conftest import write_jsonl
 
@@ -59,6 +67,37 @@ def test_non_utf8_and_huge_lines_are_rejected_alone(tmp_path: Path) -> None:
     assert [a.record.id for a in ok] == ["ok"]
     assert bad[0].line == 2 and "UTF-8" in bad[0].error
     assert bad[1].line == 3 and "limit" in bad[1].error
+
+
+def _marked_lines(line: Any) -> bytes:
+    """A file whose first line starts with a BOM (the file's own: fine), then a line starting
+    with one (files joined), a mark between tokens, a NUL escaped and raw, a BOM in a text."""
+    lines = [b"\xef\xbb\xbf" + line(1), b"\xef\xbb\xbf" + line(2),
+             line(3).replace(b", ", b", \xef\xbb\xbf", 1), line(4, "\u0000"),
+             line(5).replace(b"x", b"x\x00"), line(6, "\ufeff")]
+    return b"\n".join(lines) + b"\n"
+
+
+def test_nul_and_a_byte_order_mark_in_mid_file_are_line_errors(tmp_path: Path) -> None:
+    """#52: never accepted without remark; a BOM inside a text is a character of it."""
+    def line(n: int, extra: str = "") -> bytes:
+        record = {**GOOD, "id": f"m{n}", "answer": GOOD["answer"] + extra}
+        return json.dumps(record, ensure_ascii=False).encode()
+
+    path = tmp_path / "marked.jsonl"
+    path.write_bytes(_marked_lines(line))
+    ok, bad = _results(path)
+    assert [a.record.id for a in ok] == ["m1", "m6"]
+    errors = {r.line: r.error for r in bad}
+    assert sorted(errors) == [2, 3, 4, 5]
+    assert "byte-order mark (U+FEFF) at column 1" in errors[2] and "begin the file" in errors[2]
+    assert "byte-order mark (U+FEFF)" in errors[3]
+    assert all("NUL character (U+0000)" in errors[n] for n in (4, 5))
+    # the same from bytes (a pipe, an HTTP body) and for records given in memory
+    assert [getattr(i, "line", 0) for i in read_jsonl(path.read_bytes()).items
+            if isinstance(i, RejectedLine)] == [2, 3, 4, 5]
+    rejected = validate_record({**GOOD, "answer": "a\x00b"}, 1)
+    assert isinstance(rejected, RejectedLine) and "U+0000" in rejected.error
 
 
 def test_id_defaults_to_content_hash_and_citations_accept_strings() -> None:

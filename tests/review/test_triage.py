@@ -111,6 +111,25 @@ def test_the_queue_flags_exactly_what_the_threshold_set_from_gold_flags(
     assert len(judged["fake"].calls) == judged["calls"]
 
 
+def test_queue_threshold_exits_3_when_it_set_no_threshold(
+        judged: dict[str, Any], store: Store, tmp_path: Path) -> None:
+    # 10 gold claims hold too few problems (22 are needed for recall 0.9 at 90%)
+    lines = Path(judged["gold"]).read_text(encoding="utf-8").splitlines()[:10]
+    small = tmp_path / "small.jsonl"
+    small.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _register()
+    for extra in ((), ("--json",)):
+        result = CliRunner().invoke(app, ["queue", "threshold", "--db", str(judged["db"]),
+                                          "--gold", str(small), *extra])
+        assert result.exit_code == 3, result.output
+        assert "no threshold set" in result.output and "are needed" in result.output
+    points = cli("versions", "--db", str(judged["db"]), "--json")[0]["operating_points"]
+    assert points[0]["threshold"] is None  # nothing the queue would use
+    # with enough gold a threshold is set: exit 0 (cli() asserts it)
+    assert cli("queue", "threshold", "--db", str(judged["db"]), "--gold",
+               str(judged["gold"]), "--json")["points"][0]["sufficient"]
+
+
 def test_a_changed_threshold_shows_wherever_the_version_is_shown(
         judged: dict[str, Any], store: Store, tmp_path: Path) -> None:
     db, gold = str(judged["db"]), str(judged["gold"])

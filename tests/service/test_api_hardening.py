@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from judge.service.auth import FailureThrottle
+from judge.service.auth import FailureThrottle, Throttled
 from judge.store import Store
 from tests.fakes import FakeLLM
 from tests.service.test_service import ADMIN, ALICE, make_client
@@ -102,14 +102,54 @@ def test_wrong_tokens_are_throttled_per_source(client: TestClient) -> None:
     assert codes[:10] == [401] * 10 and codes[10:] == [429, 429]
     blocked = client.get("/v1/queues", headers={"Authorization": "Bearer other-guess"})
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
-    # a right token from the same address is not refused for the guesser's failures
-    assert client.get("/v1/queues", headers=ALICE).status_code == 200
     # another client is not slowed down
     other = TestClient(client.app, client=("10.0.0.9", 5000))
     assert other.get("/v1/queues", headers=ALICE).status_code == 200
     # the login form counts the same failures
     page = client.post("/login", data={"token": "guess", "csrf": "x", "next": "/review"})
     assert page.status_code in (403, 429)
+
+
+def test_a_throttled_source_gets_the_same_answer_whatever_the_token(
+    client: TestClient
+) -> None:
+    """#52: once throttled, a wrong token sharing a real token's first characters, any other
+    wrong token and the right token itself get the same status, body and Retry-After (none
+    is checked, so none tells anything), on the API and the login form alike."""
+    now = [100.0]
+    client.app.state.auth.throttle = FailureThrottle(clock=lambda: now[0])
+    for n in range(10):
+        assert client.get("/v1/queues", headers={"Authorization": f"Bearer g-{n}"}
+                          ).status_code == 401
+    tokens = ("alic-wrong", "alice-token-1x", "zzzz-wrong", "alice-token-1", "admin-token-9")
+    answers = {(r.status_code, r.text, r.headers.get("retry-after"))
+               for r in (client.get("/v1/queues", headers={"Authorization": f"Bearer {t}"})
+                         for t in tokens)}
+    assert len(answers) == 1 and next(iter(answers))[0] == 429, answers
+    assert client.get("/login").status_code == 200
+    logins = []
+    for t in tokens:  # each page sets a fresh form token: the next post sends it back
+        csrf = client.cookies.get("judge_login_csrf")
+        logins.append(client.post("/login", data={"token": t, "csrf": csrf, "next": "/review"}))
+    assert {r.status_code for r in logins} == {429}
+    assert len({r.text.split("try again in")[1][:10] for r in logins}) == 1
+
+
+def test_every_attempt_of_a_throttled_source_is_counted() -> None:
+    """The attempts refused while throttled count: a source that keeps trying stays
+    throttled after its first failures leave the window (it cannot scan at full speed)."""
+    now = [0.0]
+    throttle = FailureThrottle(limit=3, window_s=10.0, clock=lambda: now[0])
+    for _ in range(3):
+        throttle.check("c")
+        throttle.failed("c")
+    for step in range(1, 40):  # one attempt a second, each refused and counted
+        now[0] = float(step)
+        with pytest.raises(Throttled):
+            throttle.check("c")
+    assert throttle.wait("c") == pytest.approx(8.0)  # the last three attempts, 37..39
+    now[0] = 49.5  # ten seconds of quiet: the window has passed
+    throttle.check("c")
 
 
 def test_the_throttle_forgets_failures_outside_its_window() -> None:
@@ -137,3 +177,41 @@ def test_a_body_the_parser_cannot_read_is_422_with_the_reason(
                            content=body)
     assert response.status_code == 422, response.text[:500]
     assert reason in response.json()["detail"]
+
+
+ROLE_ROUTES = (("/v1/judge", "admin"), ("/v1/adjudications", "adjudicator"),
+               ("/v1/queues", "admin"), ("/v1/runs", "admin"))
+BAD_BODIES = (b"{not json", b'{"unknown": 1}', b'{"a": 1, "a": 2}', b"")
+
+
+@pytest.mark.parametrize(("path", "role"), ROLE_ROUTES)
+def test_a_caller_whose_role_may_not_use_a_route_gets_403_whatever_the_body(
+    client: TestClient, path: str, role: str
+) -> None:
+    """#52: the role is checked before the body is read, so a reviewer learns nothing of the
+    body's checks (never 422 first), and without a token the answer stays 401."""
+    for body in BAD_BODIES:
+        sent = {"content": body, "headers": {"content-type": "application/json"}}
+        refused = client.post(path, **{**sent, "headers": {**sent["headers"], **ALICE}})
+        assert refused.status_code == 403, (path, body, refused.text)
+        assert "needs " + role in refused.json()["detail"]
+        assert client.post(path, **sent).status_code == 401
+    # the route's own role still gets the body's checks
+    checked = client.post(path, content=b'{"unknown": 1}',
+                          headers={**ADMIN, "content-type": "application/json"})
+    assert checked.status_code in (202, 404, 422), checked.text  # /v1/runs: a job
+
+
+def test_every_route_that_needs_a_role_says_so_and_refuses_a_reviewer(
+    client: TestClient
+) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    declared = {(method.upper(), path, op["x-role"]) for path, item in paths.items()
+                for method, op in item.items() if isinstance(op, dict) and "x-role" in op}
+    assert {(m, p) for m, p, _ in declared} >= {("POST", "/v1/judge"), ("GET", "/v1/gold"),
+                                                ("POST", "/v1/adjudications")}
+    for method, path, _ in declared:
+        concrete = path.replace("{run_id}", "r").replace("{answer_id}", "a").replace(
+            "{queue_id}", "latest")
+        answer = client.request(method, concrete + "?limit=nope&offset=-1", headers=ALICE)
+        assert answer.status_code == 403, (method, path, answer.text)

@@ -172,7 +172,7 @@ def test_a_store_from_before_operating_points_upgrades_and_its_queues_still_read
 
 
 def test_a_store_from_before_batch_jobs_upgrades_and_keeps_them_by_call(tmp_path: Path) -> None:
-    """A store whose last migration is m013 opens with m014 applied: a batch job and its
+    """A store whose last migration is m013 opens with m016 (batch jobs) applied: a batch job and its
     calls are recorded, found again by call id while open (for its provider only), and no
     longer once read."""
     path = tmp_path / "m013.db"

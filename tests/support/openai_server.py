@@ -12,6 +12,8 @@ answers resume::
         server.fault("status", status=503, times=2)      # two 503s, then normal answers
         server.fault("status", status=500, content="...") # an error with this message
         server.fault("status", status=429, retry_after=1)
+        server.fault("status", status=401, echo=True)     # the message echoes the request's
+                                                          # path and headers (the key too)
         server.fault("hang", seconds=30)                  # holds the request open
         server.fault("malformed")                         # a body that is not JSON
         server.fault("truncated")                         # finish_reason "length", cut JSON
@@ -94,6 +96,8 @@ class Fault:
     candidates: list[str] = field(default_factory=list)
     #: matching requests served normally before the fault applies
     after: int = 0
+    #: a status fault's message echoes the request's path and headers, as some providers do
+    echo: bool = False
 
 
 def schema_of(body: dict[str, Any]) -> str:
@@ -263,15 +267,18 @@ class OpenAIServer:
         fault = self._take_fault(kind)
         with self.lock:
             self.requests.append({"kind": kind, "model": body.get("model"), "time": time.time(),
-                                  "fault": fault.kind if fault else None, "body": body})
+                                  "fault": fault.kind if fault else None, "body": body,
+                                  "headers": dict(handler.headers)})
         if self.latency_s:
             time.sleep(self.latency_s)
         if fault is not None and fault.kind == "status":
             headers = {}
             if fault.retry_after is not None:
                 headers["Retry-After"] = f"{fault.retry_after:g}"
-            handler._send(fault.status, {"error": {"message": fault.content
-                                                   or f"injected {fault.status}",
+            message = fault.content or f"injected {fault.status}"
+            if fault.echo:
+                message += f"; request {handler.path} with headers {dict(handler.headers)}"
+            handler._send(fault.status, {"error": {"message": message,
                                                    "type": "server_error"}}, headers)
             return
         if fault is not None and fault.kind == "hang":
@@ -367,7 +374,13 @@ class OpenAIServer:
             "index": 0, "finish_reason": reply.finish_reason,
             "message": {"role": "assistant", "content": reply.content},
         }
-        if reply.top_logprobs is not None and body.get("logprobs"):
+        if reply.token_logprobs is not None and body.get("logprobs"):
+            choice["logprobs"] = {"content": [  # every token, as OpenAI gives them
+                {"token": t, "logprob": v, "bytes": list(t.encode()), "top_logprobs": [
+                    {"token": a, "logprob": w, "bytes": list(a.encode())}
+                    for a, w in top.items()]}
+                for t, v, top in reply.token_logprobs]}
+        elif reply.top_logprobs is not None and body.get("logprobs"):
             top = [{"token": t, "logprob": v, "bytes": None}
                    for t, v in sorted(reply.top_logprobs.items(), key=lambda kv: -kv[1])]
             choice["logprobs"] = {"content": [{
@@ -380,7 +393,9 @@ class OpenAIServer:
             "created": int(time.time()), "model": reply.model or self.model or body.get("model"),
             "choices": [choice],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+                      "total_tokens": prompt + completion,
+                      **({} if reply.cached_tokens is None else
+                         {"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}})},
         }
 
 
