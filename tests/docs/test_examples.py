@@ -63,7 +63,20 @@ from tests.support.openai_server import OpenAIServer
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("README.md", "docs/python-api.md", "docs/records.md", "docs/review.md")
 #: the blocks not run, by document and first line, with the reason in the document
-SKIPPED = {("docs/python-api.md", "import ray")}
+SKIPPED = {
+    ("docs/python-api.md", "import ray"),
+    ("docs/review.md", "judge run answers.jsonl --db judge.db"),  # the lifecycle at a glance
+    ("docs/review.md", "judge queue threshold --db judge.db --gold gold.jsonl        "
+                       "# or, without --gold, the reviews decided in the store"),
+    ("docs/review.md", "judge queue build --db judge.db"),
+    ("docs/review.md", "judge eval-gold gold.jsonl --db judge.db          "
+                       "# the hosted default: a support on every claim"),
+    ("docs/review.md", "judge review add ITEM_ID --label supported -a alice --db judge.db"
+                       "          # or a claim id, or answer:<id>"),
+    ("docs/review.md", "import argilla as rg"),
+    ("docs/review.md", "import json"),
+    ("docs/review.md", "judge export --db judge.db --format datasette-metadata -o metadata.json"),
+}
 INSTALL = re.compile(r"^(python3? -m pip wheel |python3 -m venv |pip install dist/)")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
 RUNNABLE = ("bash", "sh", "python", "py", "json", "")
