@@ -3,6 +3,8 @@
 ``fake/<name>`` models answer through a responder function; the default responder is
 a transparent rule: one claim per answer sentence, and a claim is ``supported`` with
 itself as the quote when it occurs verbatim in a source, else ``not_in_source``.
+:func:`contradicting_responder` reads words too and answers ``contradicted`` (the docs'
+examples run against it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from litellm.types.utils import (  # noqa: E402
     TopLogprob,
     Usage,
 )
+
+from judge.text import split_sentences, tokens  # noqa: E402
 
 
 @dataclass
@@ -93,23 +97,75 @@ def framed_sources(user: str) -> list[tuple[str, str]]:
             if (m := re.match(r' source ("(?:[^"\\]|\\.)*")', head))]
 
 
-def verbatim_judgement(text: str, sources: list[tuple[str, str]]) -> dict[str, Any]:
+#: number words a contradicted claim may change (``numeric_or_version_error``; "one" is a
+#: stopword of :func:`judge.text.tokens`)
+NUMBER_WORDS = frozenset({"once", "twice", "thrice", "two", "three", "four", "five",
+                          "six", "seven", "eight", "nine", "ten"})
+
+
+def clashing_sentence(text: str, sources: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """(source id, sentence) of the first source sentence that begins as the claim does (the
+    same first two lexical tokens, :func:`judge.text.tokens`), for a claim that says something
+    no source does (a word of it in none)."""
+    head = tokens(text)[:2]
+    if len(head) < 2 or set(tokens(text)) <= {t for _, body in sources for t in tokens(body)}:
+        return None
+    for sid, body in sources:
+        for start, end in split_sentences(body):
+            if tokens(body[start:end])[:2] == head:
+                return sid, body[start:end]
+    return None
+
+
+def _closest_sentence(text: str, body: str) -> str:
+    """The sentence of ``body`` that shares most lexical tokens with ``text``."""
+    words = set(tokens(text))
+    return max((body[s:e] for s, e in split_sentences(body)),
+               key=lambda sentence: len(words & set(tokens(sentence))))
+
+
+def verbatim_judgement(text: str, sources: list[tuple[str, str]],
+                       by_words: bool = False) -> dict[str, Any]:
     """A compact judgement: ``supported`` with the claim's first words as the quote when the
-    claim occurs verbatim in a source, else ``not_in_source``."""
+    claim occurs verbatim in a source, else ``not_in_source``. ``by_words`` reads words too
+    (:func:`judge.text.tokens`): a claim whose words all occur in one source is ``supported``
+    (a paraphrase; the quote: the first words of the source sentence sharing most of them),
+    and one that begins as a source sentence does and adds a word no source has
+    (:func:`clashing_sentence`) is ``contradicted``, with that sentence's first words as the
+    quote: ``numeric_or_version_error`` when the added words hold a number, else
+    ``misattribution``."""
     hit = next((sid for sid, body in sources if text in body), None)
     if hit:
         return {"label": "supported",
                 "evidence": [{"source": hit, "quote": " ".join(text.split()[:6])}],
                 "rationale": "stated verbatim"}
+    words = set(tokens(text))
+    covering = [(sid, body) for sid, body in sources if by_words and words
+                and words <= set(tokens(body))]
+    if covering:
+        sid, body = covering[0]
+        return {"label": "supported",
+                "evidence": [{"source": sid,
+                              "quote": " ".join(_closest_sentence(text, body).split()[:6])}],
+                "rationale": "stated in other words"}
+    clash = clashing_sentence(text, sources) if by_words else None
+    if clash:
+        sid, sentence = clash
+        added = words - {t for _, body in sources for t in tokens(body)}
+        numeric = any(t[0].isdigit() or t in NUMBER_WORDS for t in added)
+        return {"label": "contradicted",
+                "subtype": "numeric_or_version_error" if numeric else "misattribution",
+                "evidence": [{"source": sid, "quote": " ".join(sentence.split()[:6])}],
+                "rationale": "the source says otherwise"}
     return {"label": "not_in_source", "subtype": "unsupported_addition", "evidence": [],
             "rationale": "not found"}
 
 
-def compact_rule(user: str) -> str:
+def compact_rule(user: str, by_words: bool = False) -> str:
     """verify_claims v2: a frame per source (``source "S1"``) and per claim (``claim 3``);
     evidence is a short quote (the first words of the claim when it occurs in a source)."""
     sources = framed_sources(user)
-    judgements = [{"claim": number, **verbatim_judgement(text, sources)}
+    judgements = [{"claim": number, **verbatim_judgement(text, sources, by_words)}
                   for number, text in claim_texts(user)]
     return json.dumps({"judgements": judgements}, ensure_ascii=False)
 
@@ -121,11 +177,11 @@ def answer_lines(user: str) -> list[tuple[int, str]]:
             for n, t in re.findall(r"^\[(\d+)\] (?:cites \[[^\]\n]*\]: )?(.*)$", body, re.M)]
 
 
-def joint_rule(user: str) -> str:
+def joint_rule(user: str, by_words: bool = False) -> str:
     """judge_answer v1: one claim per sentence (its text left out: the whole sentence), judged
     as :func:`compact_rule` judges a claim."""
     sources = framed_sources(user)
-    claims = [{"sentence": number, **verbatim_judgement(text, sources)}
+    claims = [{"sentence": number, **verbatim_judgement(text, sources, by_words)}
               for number, text in answer_lines(user)]
     return json.dumps({"claims": claims}, ensure_ascii=False)
 
@@ -152,7 +208,10 @@ def verify_reply(schema: str, judgements: list[dict[str, Any]]) -> str:
     return json.dumps({"judgements": judgements}, ensure_ascii=False)
 
 
-def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
+def rule_responder(schema: str, messages: list[dict[str, Any]],
+                   by_words: bool = False) -> str:
+    """The transparent rule of the module docstring (``by_words``: as
+    :func:`contradicting_responder`)."""
     user = messages[-1]["content"]
     if "Split" in schema:
         sentences = split_sentences_of(user)
@@ -172,9 +231,9 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
         supported = any(claim and claim in body for body in frames[:-1])
         return json.dumps({"label": "supported" if supported else "not_in_source"})
     if schema == "CompactVerifyOutput":
-        return compact_rule(user)
+        return compact_rule(user, by_words)
     if schema == "JointOutput":
-        return joint_rule(user)
+        return joint_rule(user, by_words)
     sources = re.findall(r'source_id="([^"]*)"[^\n]*\n(.*?)\nDATA-', user, re.S)
     claims = re.findall(r"^Claim (\d+)(?: \(cites [^)]*\))?: (.*)$", frames[-1] if frames else "", re.M)
     judgements = []
@@ -189,6 +248,16 @@ def rule_responder(schema: str, messages: list[dict[str, Any]]) -> str:
                                "subtype": "unsupported_addition", "evidence": [],
                                "rationale": "not found"})
     return json.dumps({"judgements": judgements}, ensure_ascii=False)
+
+
+def contradicting_responder(schema: str, messages: list[dict[str, Any]]) -> str:
+    """:func:`rule_responder` reading words too (:func:`verbatim_judgement` with
+    ``by_words``), so it answers every label a document needs: a claim in a source's words is
+    ``supported``; one that begins as a source sentence does and adds a word no source has
+    ("The client retries ... five times" against "The client retries ... twice") is
+    ``contradicted``; any other ``not_in_source``. Verification calls of ``verify_claims`` v2+
+    and ``judge_answer`` only; the other calls answer as :func:`rule_responder`."""
+    return rule_responder(schema, messages, by_words=True)
 
 
 #: The vector a responder gives an embedding call (``(EMBED, [{"content": text}])``).

@@ -1,6 +1,24 @@
-"""Docs examples are tests: every code block of README.md and docs/python-api.md runs as
-written, in order, in a fresh folder, against a real OpenAI-compatible server on 127.0.0.1
-(tests/support/openai_server.py: no network beyond loopback).
+"""Docs examples are tests: every code block of the documents in ``DOCS`` runs as written, in
+order, one document per session in a fresh folder, against a real OpenAI-compatible server on
+127.0.0.1 (tests/support/openai_server.py: no network beyond loopback) that answers with the
+scripted rule of :func:`tests.fakes.contradicting_responder`: a claim whose words all occur in
+a source is ``supported``; one that begins as a source sentence does (its first two words)
+and adds a word no source has is ``contradicted``; any other is ``not_in_source``. What a
+block prints is compared with the output the document shows.
+
+**Output convention.** A ```text block that directly follows a runnable block (nothing but
+blank lines between) is that block's output: what a reader running the document's blocks in
+order would see. Python blocks: standard output; a block that prints must show it. Shell
+blocks: standard output and standard error as one stream, as a terminal shows them; shown
+where it is the point (a block showing none is checked for its exit status only, ``bash -e``).
+Before comparing, trailing spaces and leading or trailing blank lines are dropped, and the
+shown output may hold one placeholder for what changes from run to run (run ids, durations,
+judge version hashes, costs):
+
+- ``…`` inside a line matches any text on that line (also none);
+- a line that is ``…`` alone matches any number of lines (also none).
+
+Any other ```text block (one after prose) is prose in monospace (a signature), not run.
 
 How each kind of block runs:
 
@@ -11,11 +29,11 @@ How each kind of block runs:
   making and activating a venv, ``pip install dist/...``) are not run here, because
   ``tests/packaging/test_wheel.py`` builds and installs the wheel and runs the quickstart
   there; ``judge serve`` runs in the background on a free port until ``/review`` answers.
-- ``python``: executed in one namespace shared by the document's Python blocks, in the same
-  folder and environment.
+- ``python``: executed in one namespace shared by the document's Python blocks, in order, in
+  the same folder and environment (as a reader would run them in one session: a name one
+  block rebinds is rebound for the blocks after it).
 - ``json``: parsed; an answer record is validated as one.
 - no language (the README's ``make`` block): ``make -n`` checks that the targets exist.
-- ``text``: prose in monospace (signatures), not code.
 
 A block preceded by ``<!-- docs-test: skip: REASON -->`` is not run; the list of such blocks
 is pinned below, so a new skip fails until it is reviewed.
@@ -24,6 +42,7 @@ is pinned below, so a new skip fails until it is reviewed.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import json
 import os
@@ -38,32 +57,59 @@ from pathlib import Path
 import pytest
 
 from judge.records import AnswerRecord
+from tests.fakes import contradicting_responder
 from tests.support.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("README.md", "docs/python-api.md")
+DOCS = ("README.md", "docs/python-api.md", "docs/records.md", "docs/review.md")
 #: the blocks not run, by document and first line, with the reason in the document
-SKIPPED = {("docs/python-api.md", "import ray")}
+SKIPPED = {
+    ("docs/python-api.md", "import ray"),
+    ("docs/review.md", "judge run answers.jsonl --db judge.db"),  # the lifecycle at a glance
+    ("docs/review.md", "judge queue threshold --db judge.db --gold gold.jsonl        "
+                       "# or, without --gold, the reviews decided in the store"),
+    ("docs/review.md", "judge queue build --db judge.db"),
+    ("docs/review.md", "judge eval-gold gold.jsonl --db judge.db          "
+                       "# the hosted default: a support on every claim"),
+    ("docs/review.md", "judge review add ITEM_ID --label supported -a alice --db judge.db"
+                       "          # or a claim id, or answer:<id>"),
+    ("docs/review.md", "import argilla as rg"),
+    ("docs/review.md", "import json"),
+    ("docs/review.md", "judge export --db judge.db --format datasette-metadata -o metadata.json"),
+}
 INSTALL = re.compile(r"^(python3? -m pip wheel |python3 -m venv |pip install dist/)")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
+RUNNABLE = ("bash", "sh", "python", "py", "json", "")
+#: the placeholder of the shown output: any text in a line, or alone on a line any lines
+ANY = "…"
 
 
 @dataclass
 class Block:
     doc: str
     line: int
+    end: int
     lang: str
     code: str
     skip: str | None
+    #: the output the document shows for this block (the ```text block right after it)
+    output: str | None = None
 
     @property
     def first(self) -> str:
         return self.code.strip().splitlines()[0] if self.code.strip() else ""
 
+    @property
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}"
+
 
 def blocks(doc: str) -> list[Block]:
+    """The document's fenced blocks, each runnable one with its shown output attached (the
+    ```text block that follows it is then not listed on its own)."""
     lines = (ROOT / doc).read_text(encoding="utf-8").splitlines()
-    found, i = [], 0
+    found: list[Block] = []
+    i = 0
     while i < len(lines):
         start = FENCE.match(lines[i])
         if not start:
@@ -75,10 +121,45 @@ def blocks(doc: str) -> list[Block]:
             j += 1
         before = next((x for x in reversed(lines[:i]) if x.strip()), "")
         skip = re.match(r"<!-- docs-test: skip: (.*) -->", before.strip())
-        found.append(Block(doc, i + 1, start["lang"], "\n".join(body) + "\n",
-                           skip[1] if skip else None))
+        block = Block(doc, i + 1, j + 1, start["lang"], "\n".join(body) + "\n",
+                      skip[1] if skip else None)
+        last = found[-1] if found else None
+        if (block.lang == "text" and last is not None and last.lang in RUNNABLE
+                and last.output is None
+                and not any(x.strip() for x in lines[last.end:block.line - 1])):
+            last.output = block.code
+        else:
+            found.append(block)
         i = j + 1
     return found
+
+
+def _tidy(text: str) -> list[str]:
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n").splitlines()
+
+
+def shown_pattern(shown: str) -> re.Pattern[str]:
+    """The shown output as a pattern over the printed lines (see the module docstring)."""
+    parts = []
+    for line in _tidy(shown):
+        if line.strip() == ANY:
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(r"[^\n]*?".join(re.escape(x) for x in line.split(ANY)) + r"\n")
+    return re.compile("".join(parts))
+
+
+def assert_shown(block: Block, printed: str) -> None:
+    """What ``block`` printed is the output its document shows (placeholders aside)."""
+    assert block.output is not None
+    got = "\n".join(_tidy(printed)) + "\n" if printed.strip() else ""
+    if shown_pattern(block.output).fullmatch(got):
+        return
+    diff = "\n".join(difflib.unified_diff(_tidy(block.output), _tidy(printed), "shown",
+                                          "printed", lineterm=""))
+    pytest.fail(f"{block.where}: the output shown is not what the block prints "
+                f"(fix the document or the code; {ANY!r} stands for what changes from run to "
+                f"run)\n{diff}", pytrace=False)
 
 
 def _free_port() -> int:
@@ -121,19 +202,23 @@ class Session:
         self.cwd, self.env = folder, env
         self.namespace: dict[str, object] = {"__name__": "__main__"}
 
-    def bash(self, block: Block) -> None:
+    def bash(self, block: Block) -> str:
+        """Run a shell block; what it printed (standard output and error, as one stream)."""
         state = self.cwd.parent / "state.json"
         script = bash_script(block.code) + (
             f"python -c 'import json, os; json.dump({{\"cwd\": os.getcwd(), "
             f"\"env\": dict(os.environ)}}, open(\"{state}\", \"w\"))'\n")
         proc = subprocess.run(["bash", "-e", "-c", script], cwd=self.cwd, env=self.env,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, (f"{block.doc}:{block.line} exited {proc.returncode}\n"
-                                      f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, (f"{block.where} exited {proc.returncode}\n"
+                                      f"{proc.stdout[-5000:]}")
         left = json.loads(state.read_text())
         self.cwd, self.env = Path(left["cwd"]), left["env"]
+        return proc.stdout
 
     def python(self, block: Block, monkeypatch: pytest.MonkeyPatch) -> str:
+        """Run a Python block in the document's namespace; what it printed."""
         monkeypatch.chdir(self.cwd)
         for key in [k for k in os.environ if k not in self.env]:
             monkeypatch.delenv(key)
@@ -141,23 +226,59 @@ class Session:
             monkeypatch.setenv(key, value)
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            exec(compile(block.code, f"{block.doc}:{block.line}", "exec"), self.namespace)
+            exec(compile(block.code, block.where, "exec"), self.namespace)
         return printed.getvalue()
 
+    def run(self, block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Run one block and hold what it printed to the output its document shows."""
+        if block.lang in ("bash", "sh"):
+            printed = self.bash(block)
+        elif block.lang in ("python", "py"):
+            printed = self.python(block, monkeypatch)
+            assert block.output is not None or not printed.strip(), (
+                f"{block.where} prints but shows no output: add a ```text block right after "
+                f"it with what it prints\n{printed}")
+        elif block.lang == "json":
+            value = json.loads(block.code)
+            if isinstance(value, dict) and {"answer", "sources"} <= set(value):
+                AnswerRecord.model_validate(value)
+            printed = ""
+        elif block.lang == "":
+            targets = [line.split()[1] for line in block.code.splitlines()
+                       if line.startswith("make ")]
+            assert targets, f"{block.where}: a block without a language runs make targets only"
+            proc = subprocess.run(["make", "-n", *targets], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+            printed = ""
+        else:
+            pytest.fail(f"{block.where}: no runner for ```{block.lang}; mark it "
+                        "<!-- docs-test: skip: REASON --> or give it a runnable language")
+        if block.output is not None:
+            assert_shown(block, printed)
 
-@pytest.fixture()
-def session(tmp_path: Path) -> Iterator[Session]:
+
+@contextlib.contextmanager
+def open_session(tmp_path: Path) -> Iterator[Session]:
+    """A fresh folder and home under ``tmp_path``, and the scripted server, for one document."""
     folder = tmp_path / "fresh"
     folder.mkdir()
     (tmp_path / "home").mkdir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CLAIM_JUDGE_", "OPENAI_", "PYTEST_"))}
     env.update({"HOME": str(tmp_path / "home"), "NO_COLOR": "1", "COLUMNS": "100",
+                "PYTHONUNBUFFERED": "1",
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
                 "DOCS_PORT": str(_free_port()), "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-    with OpenAIServer() as server:
+    with OpenAIServer(responder=contradicting_responder) as server:
         env["OPENAI_API_BASE"] = server.base_url
         yield Session(folder, env)
+
+
+@pytest.fixture()
+def session(tmp_path: Path) -> Iterator[Session]:
+    with open_session(tmp_path) as opened:
+        yield opened
 
 
 def test_the_skipped_blocks_are_the_pinned_ones() -> None:
@@ -165,37 +286,41 @@ def test_the_skipped_blocks_are_the_pinned_ones() -> None:
     assert skipped == SKIPPED
 
 
+def test_shown_output_matches_with_placeholders_only_where_they_stand() -> None:
+    shown = "run run-…\n…\nlabels  supported 1, contradicted 1\n"
+    pattern = shown_pattern(shown)
+    assert pattern.fullmatch("run run-ee6e4bd81fd1\nlabels  supported 1, contradicted 1\n")
+    assert pattern.fullmatch("run run-1\na\nb\nlabels  supported 1, contradicted 1\n")
+    assert not pattern.fullmatch("run run-1\nlabels  supported 2\n")
+    assert not pattern.fullmatch("run job-1\nlabels  supported 1, contradicted 1\n")
+    assert not pattern.fullmatch("run run-1\nlabels  supported 1, contradicted 1\nmore\n")
+
+
+def test_an_output_block_belongs_to_the_block_right_before_it(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("```python\nprint(1)\n```\n\n```text\n1\n```\n\nProse.\n\n```text\n"
+                   "judge.f(x) -> y\n```\n", encoding="utf-8")
+    found = blocks(str(doc))  # an absolute path: ROOT / doc is doc
+    assert [(b.lang, b.output) for b in found] == [("python", "1\n"),
+                                                   ("text", None)]
+
+
 @pytest.mark.parametrize("doc", DOCS)
-def test_every_block_runs_in_order_in_a_fresh_folder(
+def test_every_block_runs_in_order_and_prints_what_is_shown(
         doc: str, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     ran = []
     for block in blocks(doc):
         if block.skip or block.lang == "text":
             continue
-        if block.lang in ("bash", "sh"):
-            session.bash(block)
-        elif block.lang in ("python", "py"):
-            session.python(block, monkeypatch)
-        elif block.lang == "json":
-            value = json.loads(block.code)
-            if isinstance(value, dict) and {"answer", "sources"} <= set(value):
-                AnswerRecord.model_validate(value)
-        elif block.lang in ("", "toml"):
-            targets = [line.split()[1] for line in block.code.splitlines()
-                       if line.startswith("make ")]
-            proc = subprocess.run(["make", "-n", *targets], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=60)
-            assert targets and proc.returncode == 0, proc.stderr
-        else:
-            pytest.fail(f"{doc}:{block.line}: no runner for ```{block.lang}")
+        session.run(block, monkeypatch)
         ran.append(block.line)
-    assert len(ran) >= 5
+    assert ran
 
 
 def test_readme_commands_judge_the_samples_and_store_them(
         session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the README's blocks leave behind: the quickstart's samples judged, none refused,
-    no judge_error, and a review queue built."""
+    no judge_error, the planted contradiction caught, and a review queue built."""
     for block in blocks("README.md"):
         if block.lang == "bash":
             session.bash(block)
@@ -210,6 +335,7 @@ def test_readme_commands_judge_the_samples_and_store_them(
     finally:
         runs.close()
     assert verdicts and all(v["label"] != "judge_error" for v in verdicts)
+    assert "contradicted" in {v["label"] for v in verdicts}  # retry-budget's "five times"
     assert {s["answer_id"] for s in statuses} >= {"http-401-403", "retry-budget"}
     assert {s["status"] for s in statuses} <= {"judged"}, statuses  # none refused
     assert queues
