@@ -220,6 +220,54 @@ def test_label_bar_leaves_claim_question_and_answer_in_view_and_note_says_when_r
         shutil.rmtree(shots, ignore_errors=True)
 
 
+def test_on_a_phone_the_labels_are_on_the_first_screen_with_the_claim(
+    tmp_path: Path, fake_llm: FakeLLM, config: JudgeConfig,
+) -> None:
+    """390x844: the label bar is at the bottom of the first screen (at most 40% of it), the
+    claim above it; the subtypes appear once a label that needs one is chosen; every source
+    can be scrolled above the bar; a label is saved by tapping."""
+    from playwright.sync_api import sync_playwright
+
+    db = judged_with_queue(tmp_path / "page.db", RECORDS, tmp_path, config)
+    shots = _shots(tmp_path)
+    with judge_serve(db) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            _login(page, base, "/review")
+            page.wait_for_url("**/review?*pos=1")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            bar = page.locator("form.decide").bounding_box()
+            assert bar is not None
+            assert bar["y"] + bar["height"] <= 844 + 1 and bar["height"] <= 0.4 * 844 + 1
+            claim = page.locator("#claim-text").bounding_box()
+            assert claim is not None and claim["y"] >= 0
+            assert claim["y"] + claim["height"] <= bar["y"]
+            chips = page.locator("form.decide .labels .choice")
+            assert chips.count() == 4
+            for k in range(4):
+                box = chips.nth(k).bounding_box()
+                assert box is not None and box["y"] >= bar["y"] and box["x"] + box["width"] <= 390
+            assert not page.locator("form.decide .subtypes").is_visible()
+            page.screenshot(path=str(shots / "review-phone.png"))
+            chips.nth(1).click()  # contradicted
+            assert page.locator("form.decide .subtypes").is_visible()
+            chips.nth(0).click()  # supported: no subtype needed
+            assert not page.locator("form.decide .subtypes").is_visible()
+            page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+            last = page.locator("details.source").last.bounding_box()
+            bar = page.locator("form.decide").bounding_box()
+            assert last is not None and bar is not None
+            assert last["y"] + last["height"] <= bar["y"]
+            page.locator("#save").click()
+            page.wait_for_url(re.compile(r"[?&]saved=1(&|$)"))
+        finally:
+            browser.close()
+    if not os.environ.get("CLAIM_JUDGE_SCREENSHOTS"):
+        shutil.rmtree(shots, ignore_errors=True)
+
+
 def test_report_filter_and_contents_work_in_a_real_browser(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
