@@ -17,7 +17,9 @@ and keeps each reader of :mod:`judge.models.readers` (``last``, ``claim_mean``, 
 Claims go in a fixed random order (sha256 of the gold id), so that whatever has been
 collected when a session stops is a random sample of the whole pool. Each shard
 (``<out>/L<layers>/shard-NNNN.npz``) is written whole and atomically; a run skips the ids its
-shards hold, so it resumes where it stopped. The shards hold no text: the gold id, the sha256
+shards hold with the same prompt, so it resumes where it stopped (an id whose prompt changed
+since, e.g. a gold text repaired, is read again into a later shard, which then holds it).
+The shards hold no text: the gold id, the sha256
 of the prompt read (a refit checks its prompts against it), the number of tokens, and the
 vectors. Nothing here is fitted; 0 calls through litellm (the runtime is driven directly).
 """
@@ -90,11 +92,14 @@ def pool_prompts(paths: list[Path], config: JudgeConfig) -> list[dict[str, Any]]
     return out
 
 
-def done_ids(folder: Path) -> set[str]:
-    done: set[str] = set()
+def done_ids(folder: Path) -> dict[str, str]:
+    """The sha256 of the prompt each collected id was read with (the latest shard's, when an
+    id was collected again)."""
+    done: dict[str, str] = {}
     for shard in sorted(folder.glob("shard-*.npz")):
         with np.load(shard) as data:
-            done.update(str(i) for i in data["ids"])
+            done.update((str(i), str(h)) for i, h in zip(data["ids"], data["prompt_sha256"],
+                                                         strict=True))
     return done
 
 
@@ -134,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     prompts = pool_prompts(args.gold, config)
     done = done_ids(folder)
-    todo = [p for p in prompts if p["id"] not in done]
+    # an id whose prompt changed since (a gold text repaired) is read again; the later shard
+    # holds it, and readers of the shards take the latest (research/readers_transfer.py)
+    todo = [p for p in prompts
+            if done.get(p["id"]) != hashlib.sha256(p["text"].encode()).hexdigest()]
     if args.limit is not None:
         todo = todo[:args.limit]
     print(f"{len(prompts)} claims in the pool, {len(done)} collected, {len(todo)} to go "

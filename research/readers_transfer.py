@@ -77,7 +77,14 @@ class Pool:
     vectors: dict[str, np.ndarray]
 
     def x(self, readers: str) -> np.ndarray:
-        return np.hstack([self.vectors[r] for r in parse_readers(readers)]).astype(np.float64)
+        """The vectors of ``readers``: reader names joined by ``+``, each of the first
+        ``--vectors`` folder or written ``L16:claim_mean`` for another folder's."""
+        keys = []
+        for part in readers.split("+"):
+            layer, _, name = part.strip().rpartition(":")
+            (name,) = parse_readers(name)
+            keys.append(f"{layer}:{name}" if layer else name)
+        return np.hstack([self.vectors[k] for k in keys]).astype(np.float64)
 
 
 def load_pool(folders: list[Path], gold: list[Path]) -> Pool:
@@ -87,22 +94,29 @@ def load_pool(folders: list[Path], gold: list[Path]) -> Pool:
             item = entry.item
             meta[item.id] = (item.dataset or path.stem, item.label,
                              group_of(item.id, item.answer_id, item.id))
-    parts: dict[str, list[np.ndarray]] = {}
-    ids: list[str] = []
+    # per folder (layer), each id's row of each reader: the latest shard's when an id was read
+    # again (its prompt changed); the pool is the ids every folder holds, in the first
+    # folder's collection order
+    rows: list[dict[str, dict[str, np.ndarray]]] = []
+    order: list[str] = []
     for folder in folders:
-        seen: set[str] = set()
+        found: dict[str, dict[str, np.ndarray]] = {}
         for shard in sorted(folder.glob("shard-*.npz")):
             with np.load(shard) as data:
-                keep = [k for k, i in enumerate(data["ids"]) if str(i) in meta
-                        and str(i) not in seen]
-                seen.update(str(data["ids"][k]) for k in keep)
-                if folder == folders[0]:
-                    ids += [str(data["ids"][k]) for k in keep]
-                for name in data.files:
-                    if data[name].ndim == 2:
-                        key = name if folder == folders[0] else f"{folder.name}:{name}"
-                        parts.setdefault(key, []).append(data[name][keep])
-    vectors = {k: np.vstack(v) for k, v in parts.items()}
+                names = [n for n in data.files if data[n].ndim == 2]
+                arrays = {n: data[n] for n in names}
+                for k, i in enumerate(data["ids"]):
+                    if str(i) in meta:
+                        if folder == folders[0] and str(i) not in found:
+                            order.append(str(i))
+                        found[str(i)] = {n: arrays[n][k] for n in names}
+        rows.append(found)
+    ids = [i for i in order if all(i in found for found in rows)]
+    vectors: dict[str, np.ndarray] = {}
+    for folder, found in zip(folders, rows, strict=True):
+        for name in found[ids[0]] if ids else ():
+            key = name if folder == folders[0] else f"{folder.name}:{name}"
+            vectors[key] = np.vstack([found[i][name] for i in ids])
     datasets = np.array([meta[i][0] for i in ids])
     labels = [meta[i][1] for i in ids]
     classes = [("supported" if lab == "supported" else "not_supported") if ds in BINARY_ONLY
