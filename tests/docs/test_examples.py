@@ -1,5 +1,5 @@
-"""Docs examples are tests: every code block of the documents in ``DOCS`` runs as written, in
-order, one document per session in a fresh folder, against a real OpenAI-compatible server on
+"""Docs examples are tests: every code block of the documents in ``DOCS`` (the README and every
+``docs/*.md``, so a new document is covered when it is added) runs as written, in order, one document per session in a fresh folder, against a real OpenAI-compatible server on
 127.0.0.1 (tests/support/openai_server.py: no network beyond loopback) that answers with the
 scripted rule of :func:`tests.fakes.contradicting_responder`: a claim whose words all occur in
 a source is ``supported``; one that begins as a source sentence does (its first two words)
@@ -28,11 +28,22 @@ How each kind of block runs:
   Two kinds of line are changed, and only these: the wheel install lines (building the wheel,
   making and activating a venv, ``pip install dist/...``) are not run here, because
   ``tests/packaging/test_wheel.py`` builds and installs the wheel and runs the quickstart
-  there; ``judge serve`` runs in the background on a free port until ``/review`` answers.
+  there; ``judge serve`` runs in the background on a free port (``$DOCS_PORT``) once ``/review``
+  answers, and stays up for the document's later blocks (a second ``judge serve`` stops the
+  first, as a reader would; the last one stops with the session). The one substitution in a
+  line: ``http://127.0.0.1:8000`` (the default address, which ``curl`` lines call) becomes
+  ``http://127.0.0.1:$DOCS_PORT``; the tokens are the document's own (its ``export
+  CLAIM_JUDGE_TOKENS=...``).
 - ``python``: executed in one namespace shared by the document's Python blocks, in order, in
   the same folder and environment (as a reader would run them in one session: a name one
   block rebinds is rebound for the blocks after it).
-- ``json``: parsed; an answer record is validated as one.
+- ``json``: parsed (strict JSON: illustrative output with comments or elisions is a ```text
+  block); an answer record is validated as one.
+- ``toml``: a judge config (or a fragment of one, such as a ``[review]`` table alone), written
+  to a file of its own (never the session's ``judge.toml``) and read as ``--config`` reads it
+  (:meth:`judge.config.JudgeConfig.load`), then checked as ``judge run`` checks its plan
+  (:func:`judge.plan.check_plan`: a setting the strategy does not read, a prompt left
+  unpinned), so a document showing an invalid setting fails.
 - no language (the README's ``make`` block): ``make -n`` checks that the targets exist.
 
 A block preceded by ``<!-- docs-test: skip: REASON -->`` is not run; the list of such blocks
@@ -47,9 +58,11 @@ import io
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +74,7 @@ from tests.fakes import contradicting_responder
 from tests.support.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("README.md", "docs/python-api.md", "docs/records.md", "docs/review.md")
+DOCS = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
 #: the blocks not run, by document and first line, with the reason in the document
 SKIPPED = {
     ("docs/python-api.md", "import ray"),
@@ -76,10 +89,32 @@ SKIPPED = {
     ("docs/review.md", "import argilla as rg"),
     ("docs/review.md", "import json"),
     ("docs/review.md", "judge export --db judge.db --format datasette-metadata -o metadata.json"),
+    ("docs/calibration.md", "judge eval-gold gold/regression.jsonl --db out/regression.db "
+                            "--config judge.toml"),
+    ("docs/chinese.md", "judge run answers.jsonl --db judge.db        "
+                        "# Chinese answers tagged zh, the others untagged"),
+    ("docs/extending.md", 'register(StrategySpec("my_strategy", '
+                          '"judge.decide.my_strategy:MyStrategy",'),
+    ("docs/fit.md", "# 1. judge, build the queue, review (see the review docs); or have a gold "
+                    "file of your claims"),
+    ("docs/fit.md", "[judge.domain_rules.support-tickets]"),  # a fragment
+    ("docs/fit.md", "[judge]"),  # the heads judge fit writes
+    ("docs/large-batches.md", "judge run in.jsonl --db judge.db --batch-file out/x.jsonl   "
+                              "# writes the splits' requests, exit 4"),
+    ("docs/probe.md", "export CLAIM_JUDGE_GGUF=/models/my-model-q4_k_m.gguf"),
+    ("docs/probe.md", "llama-server -m qwen2.5-7b-instruct-q4_k_m.gguf --alias "
+                      "qwen2.5-7b-instruct \\"),
+    ("docs/probe.md", "vllm serve Qwen/Qwen2.5-7B-Instruct --served-model-name "
+                      "qwen2.5-7b-instruct --port 8081 \\"),
+    ("docs/probe.md", "export OPENAI_API_KEY=none                     "
+                      "# the servers ask for no key; litellm wants one"),
 }
+#: the address ``curl`` lines call (``judge serve``'s default), and what it becomes here
+SERVED_AT = "http://127.0.0.1:8000"
+SERVED_HERE = "http://127.0.0.1:$DOCS_PORT"
 INSTALL = re.compile(r"^(python3? -m pip wheel |python3 -m venv |pip install dist/)")
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
-RUNNABLE = ("bash", "sh", "python", "py", "json", "")
+RUNNABLE = ("bash", "sh", "python", "py", "json", "toml", "")
 #: the placeholder of the shown output: any text in a line, or alone on a line any lines
 ANY = "…"
 
@@ -169,10 +204,15 @@ def _free_port() -> int:
 
 
 SERVE = """judge_serve() {
+  if [ -s "$DOCS_SERVED" ]; then
+    old=$(cat "$DOCS_SERVED"); kill $old 2>/dev/null || true
+    while kill -0 $old 2>/dev/null; do sleep 0.1; done
+    : > "$DOCS_SERVED"
+  fi
   judge serve "$@" --port "$DOCS_PORT" > serve.log 2>&1 & pid=$!
   for _ in $(seq 1 150); do
     if python -c "import sys, urllib.request as u; u.urlopen('http://127.0.0.1:$DOCS_PORT/review', timeout=2)" 2>/dev/null; then
-      kill $pid; wait $pid 2>/dev/null || true; return 0
+      echo $pid > "$DOCS_SERVED"; return 0
     fi
     kill -0 $pid 2>/dev/null || { cat serve.log >&2; return 1; }
     sleep 0.2
@@ -191,7 +231,7 @@ def bash_script(code: str) -> str:
         elif command.startswith("judge serve "):
             out.append("judge_serve " + command.removeprefix("judge serve "))
         else:
-            out.append(line)
+            out.append(line.replace(SERVED_AT, SERVED_HERE))
     return SERVE + "\n".join(out) + "\n"
 
 
@@ -229,6 +269,34 @@ class Session:
             exec(compile(block.code, block.where, "exec"), self.namespace)
         return printed.getvalue()
 
+    def toml(self, block: Block) -> None:
+        """Read a ``toml`` block as ``--config`` reads a file, and check it as ``judge run``
+        checks its plan."""
+        from judge.config import JudgeConfig
+        from judge.plan import check_plan
+
+        path = self.cwd.parent / f"toml-{block.line}" / "judge.toml"
+        path.parent.mkdir()
+        path.write_text(block.code, encoding="utf-8")
+        try:
+            check_plan(JudgeConfig.load(path))
+        except Exception as exc:  # a ValidationError, a SetupError: the doc is wrong
+            pytest.fail(f"{block.where}: the config shown is not one the judge reads (fix the "
+                        f"document, or mark a fragment that cannot stand alone <!-- "
+                        f"docs-test: skip: REASON -->)\n{exc}", pytrace=False)
+
+    def stop(self) -> None:
+        """Stop the server a ``judge serve`` line left running."""
+        served = Path(self.env["DOCS_SERVED"])
+        pid = served.read_text().strip() if served.exists() else ""
+        if not pid:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGTERM)
+            for _ in range(100):
+                os.kill(int(pid), 0)
+                time.sleep(0.1)
+
     def run(self, block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
         """Run one block and hold what it printed to the output its document shows."""
         if block.lang in ("bash", "sh"):
@@ -238,6 +306,9 @@ class Session:
             assert block.output is not None or not printed.strip(), (
                 f"{block.where} prints but shows no output: add a ```text block right after "
                 f"it with what it prints\n{printed}")
+        elif block.lang == "toml":
+            self.toml(block)
+            printed = ""
         elif block.lang == "json":
             value = json.loads(block.code)
             if isinstance(value, dict) and {"answer", "sources"} <= set(value):
@@ -269,10 +340,15 @@ def open_session(tmp_path: Path) -> Iterator[Session]:
     env.update({"HOME": str(tmp_path / "home"), "NO_COLOR": "1", "COLUMNS": "100",
                 "PYTHONUNBUFFERED": "1",
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-                "DOCS_PORT": str(_free_port()), "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                "DOCS_PORT": str(_free_port()), "DOCS_SERVED": str(tmp_path / "served.pid"),
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     with OpenAIServer(responder=contradicting_responder) as server:
         env["OPENAI_API_BASE"] = server.base_url
-        yield Session(folder, env)
+        session = Session(folder, env)
+        try:
+            yield session
+        finally:
+            session.stop()
 
 
 @pytest.fixture()
@@ -314,7 +390,10 @@ def test_every_block_runs_in_order_and_prints_what_is_shown(
             continue
         session.run(block, monkeypatch)
         ran.append(block.line)
-    assert ran
+    fences = sum(1 for line in (ROOT / doc).read_text(encoding="utf-8").splitlines()
+                 if FENCE.match(line)) // 2
+    shown = [b for b in blocks(doc) if b.output is not None]
+    assert len(blocks(doc)) + len(shown) == fences, f"{doc}: a fenced block was not read"
 
 
 def test_readme_commands_judge_the_samples_and_store_them(
@@ -339,3 +418,28 @@ def test_readme_commands_judge_the_samples_and_store_them(
     assert {s["answer_id"] for s in statuses} >= {"http-401-403", "retry-budget"}
     assert {s["status"] for s in statuses} <= {"judged"}, statuses  # none refused
     assert queues
+
+
+def _toml(tmp_path: Path, code: str) -> None:
+    (tmp_path / "fresh").mkdir(parents=True)
+    Session(tmp_path / "fresh", {}).toml(Block("doc.md", 3, 9, "toml", code, None))
+
+
+def test_a_toml_block_is_read_as_the_judge_reads_a_config_file(tmp_path: Path) -> None:
+    _toml(tmp_path, '[judge]\nmodel = "openai/gpt-4.1"\nstrategy = "batch"\n')
+    _toml(tmp_path / "b", "[review]\ntarget_recall = 0.95\nreviewers_per_item = 2\n")
+    with pytest.raises(pytest.fail.Exception, match="temperatur"):  # a typo
+        _toml(tmp_path / "c", '[judge]\nmodel = "openai/gpt-4.1"\ntemperatur = 0.0\n')
+    with pytest.raises(pytest.fail.Exception, match="target_recall"):  # out of range
+        _toml(tmp_path / "d", "[review]\ntarget_recall = 1.5\n")
+    with pytest.raises(pytest.fail.Exception, match="split_claims"):  # judge run's plan check
+        _toml(tmp_path / "e", '[judge]\nstrategy = "probe"\nprompts = { probe_claim = "v2" }\n'
+                              'probe_head = { file = "builtin:uniform", sha256 = "a69ab0b9de353d7'
+                              'ab1a80b2caf53b8e22586f9e2b74d2890e6c6f4f04f865d41" }\n')
+
+
+def test_curl_lines_call_the_served_port_and_nothing_else_changes() -> None:
+    script = bash_script("curl -sw '\\n' http://127.0.0.1:8000/v1/health  # ok\n"
+                         "echo http://127.0.0.1:8001/\n")
+    assert "curl -sw '\\n' http://127.0.0.1:$DOCS_PORT/v1/health  # ok\n" in script
+    assert "echo http://127.0.0.1:8001/\n" in script
