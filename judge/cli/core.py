@@ -99,8 +99,9 @@ def run(
     run stopped (the provider failed breaker_after calls in a row, or a --max-* budget was
     spent: what finished is stored, the same command resumes; an answer starts only when
     its expected cost fits the budget, and the summary says about how much more would finish
-    the rest); 64 usage error; 1 any other
-    fatal error. When several apply, the highest of 4, 3, 2 wins.
+    the rest); 64 usage error; 130 interrupted (Ctrl-C: what finished is stored, the same
+    command resumes); 1 any other fatal error. When several apply, the highest of 4, 3, 2
+    wins.
     """
     from judge import api
 

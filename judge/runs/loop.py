@@ -1,13 +1,67 @@
 """Running a coroutine from synchronous code, also where an event loop already runs (a
-notebook, an async web app): then on a worker thread with a loop of its own."""
+notebook, an async web app): then on a worker thread with a loop of its own.
+
+The loop's default executor keeps the coroutines its calls return until they are started.
+litellm's ``acompletion`` builds each request's coroutine on a worker thread and awaits it
+after; a call cancelled in between (Ctrl-C, a timeout) leaves a request that was never sent,
+and Python warns ``coroutine ... was never awaited`` when it is collected. When the loop has
+ended, those still unstarted are closed: no request is lost that was ever made, and an
+interrupted run ends without the warning."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import inspect
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+class _KeepingExecutor(ThreadPoolExecutor):
+    """A thread pool that holds the coroutines its calls return until they are started."""
+
+    def __init__(self) -> None:
+        super().__init__(thread_name_prefix="asyncio")
+        self._lock = threading.Lock()
+        self._unstarted: list[Coroutine[Any, Any, Any]] = []
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        return super().submit(self._keeping, fn, *args, **kwargs)
+
+    def _keeping(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        result = fn(*args, **kwargs)
+        if inspect.iscoroutine(result):
+            with self._lock:  # the started ones are let go as new ones come
+                self._unstarted = [c for c in self._unstarted if _unstarted(c)]
+                self._unstarted.append(result)
+        return result
+
+    def close_unstarted(self) -> int:
+        """Close the coroutines nobody started (call once the loop has ended); how many."""
+        with self._lock:
+            left, self._unstarted = [c for c in self._unstarted if _unstarted(c)], []
+        for coro in left:
+            coro.close()
+        return len(left)
+
+
+def _unstarted(coro: Coroutine[Any, Any, Any]) -> bool:
+    return inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` (Ctrl-C cancels ``coro``, then raises KeyboardInterrupt) with the
+    keeping executor as the loop's default one."""
+    executor = _KeepingExecutor()
+    try:
+        with asyncio.Runner() as runner:
+            runner.get_loop().set_default_executor(executor)
+            return runner.run(coro)
+    finally:  # the runner has cancelled every task and waited for the executor's threads
+        executor.close_unstarted()
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -15,8 +69,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
+        return _run(coro)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(_run, coro).result()
