@@ -40,7 +40,7 @@ def _remember_checked_models() -> None:
 
     reject_async_validators._claim_judge_memo = True  # type: ignore[attr-defined]
     async_validators.reject_async_validators = reject_async_validators
-    patch.reject_async_validators = reject_async_validators
+    patch.reject_async_validators = reject_async_validators  # type: ignore[attr-defined]
 
 
 @cache
