@@ -4,6 +4,12 @@ under cProfile, after a warm-up run (imports and first calls left out). Prints t
 against the bound ``concurrency / (calls per answer x 0.2 s)``, this process's CPU time per
 call, and its own time grouped by package (litellm, instructor, sqlite, this project's
 modules, ...). Asserts nothing; ratios hold better than times on a busy machine.
+
+cProfile sees only the thread that enables it: litellm's ``acompletion`` runs each call's
+``completion()`` on a worker thread of the event loop, so the work submitted to thread pools
+is profiled too, per thread, and added in (its share printed apart). Times are wall-clock
+(cProfile's default timer): a function that releases the GIL (a SQLite statement, a socket
+send, a hash) is charged the wait to get it back.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ import os
 import pstats
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +51,40 @@ def groups(stats: pstats.Stats, top: int = 15) -> list[tuple[str, float]]:
     return found.most_common(top)
 
 
+class WorkerProfiles:
+    """While active, every function submitted to a thread pool runs under a profiler of its
+    thread (one per thread, kept in :attr:`profiles`)."""
+
+    def __init__(self) -> None:
+        self.profiles: list[cProfile.Profile] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._submit = ThreadPoolExecutor.submit
+
+    def __enter__(self) -> WorkerProfiles:
+        original, outer = self._submit, self
+
+        def submit(pool: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            def profiled(*a: Any, **k: Any) -> Any:
+                profile = getattr(outer._local, "profile", None)
+                if profile is None:
+                    profile = outer._local.profile = cProfile.Profile()
+                    with outer._lock:
+                        outer.profiles.append(profile)
+                profile.enable()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    profile.disable()
+            return original(pool, profiled, *args, **kwargs)
+
+        ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        ThreadPoolExecutor.submit = self._submit  # type: ignore[method-assign]
+
+
 def main(concurrency: int = 32, copies: int = 10) -> dict[str, Any]:
     shared = bench.shared_bench()
     if shared is None:
@@ -61,10 +103,11 @@ def main(concurrency: int = 32, copies: int = 10) -> dict[str, Any]:
                   f"{os.cpu_count()} CPUs ==")
             profile = cProfile.Profile()
             started = time.perf_counter()
-            profile.enable()
-            r = bench.run(mock, path, tmp / "profile.db", "profile", bench.LATENCY_MS,
-                          concurrency=concurrency)
-            profile.disable()
+            with WorkerProfiles() as workers:
+                profile.enable()
+                r = bench.run(mock, path, tmp / "profile.db", "profile", bench.LATENCY_MS,
+                              concurrency=concurrency)
+                profile.disable()
             wall = time.perf_counter() - started
     calls = r["calls"] / max(1, r["answers"])
     rate = r["answers"] / wall
@@ -72,7 +115,12 @@ def main(concurrency: int = 32, copies: int = 10) -> dict[str, Any]:
     print(f"{rate:.2f} answers/s of a bound of {bound:.2f} ({rate / bound:.0%}, under the "
           f"profiler); {r['cpu_s'] * 1e3 / max(1, r['calls']):.1f} ms of CPU per call")
     stats = pstats.Stats(profile)
+    main_thread = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
+    for each in workers.profiles:
+        stats.add(each)
     total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
+    print(f"worker threads (litellm's completion() of each call): {1 - main_thread / total:.0%} "
+          "of the profiled time")
     for key, own in groups(stats):
         print(f"{own / total:>6.1%}  {key}")
     return {"rate": rate, "bound": bound, "cpu_ms_per_call": r["cpu_s"] * 1e3 / r["calls"]}

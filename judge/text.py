@@ -388,8 +388,16 @@ def _sentence_starts(text: str, sentences: list[str]) -> list[int]:
     return starts
 
 
+#: Answers are split twice: when the run reads the batch (does the answer cite anything,
+#: judge.split.uncited) and when its claims are split; pysbd is most of a split's time.
+SPLIT_CACHED = 4096
+
+
+@cached_when_short(SPLIT_CACHED)
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans ``[start, end)`` of ``text`` (whitespace trimmed, empty ones dropped).
+    Cached for the last :data:`SPLIT_CACHED` texts up to :data:`CACHED_CHARS` characters: a
+    batch of up to about that many answers is split once.
 
     A sentence ends at a newline, after CJK ``。！？；`` and after English ``.?!`` followed by
     whitespace, the end of the text or a CJK character; whether a full stop before a space

@@ -21,7 +21,9 @@ def response_schema(model: type[BaseModel]) -> dict[str, Any]:
 def _remember_checked_models() -> None:
     """instructor checks every response model for async validators on every call (walking all
     its members, several times per call); a class that passed once passes again, so the check
-    runs once per class. Same result, applied process-wide, once."""
+    runs once per class. Same result, applied process-wide, once: in its module and where
+    instructor imported it by name (its async create wrapper, once per call)."""
+    from instructor.v2.core import patch
     from instructor.v2.validation import async_validators
 
     original = async_validators.reject_async_validators
@@ -38,6 +40,7 @@ def _remember_checked_models() -> None:
 
     reject_async_validators._claim_judge_memo = True  # type: ignore[attr-defined]
     async_validators.reject_async_validators = reject_async_validators
+    patch.reject_async_validators = reject_async_validators  # type: ignore[attr-defined]
 
 
 @cache

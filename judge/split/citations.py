@@ -21,6 +21,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
@@ -77,16 +78,18 @@ def title_key(text: str) -> str:
 
 
 class SourceIndex:
-    """Resolves what a marker names (id, number, ``S<n>``, title) to source ids."""
+    """Resolves what a marker names (id, number, ``S<n>``, title) to source ids. Read only once
+    made: :func:`source_index` shares one among the callers with the same sources."""
 
-    def __init__(self, sources: Sequence[Source]) -> None:
-        self.order = [s.id for s in sources]
-        self.by_folded = {s.id.casefold(): s.id for s in reversed(sources)}
-        self.by_id = {s.id: s.id for s in sources}
-        self.by_title = {title_key(s.title): s.id for s in reversed(sources) if s.title}
-        self.by_key = {title_key(s.id): s.id for s in reversed(sources)}
+    def __init__(self, sources: Sequence[tuple[str, str | None]]) -> None:
+        """``sources``: each source's (id, title), in order."""
+        self.order = [sid for sid, _ in sources]
+        self.by_folded = {sid.casefold(): sid for sid, _ in reversed(sources)}
+        self.by_id = {sid: sid for sid, _ in sources}
+        self.by_title = {title_key(title): sid for sid, title in reversed(sources) if title}
+        self.by_key = {title_key(sid): sid for sid, _ in reversed(sources)}
         self.numeric_ids = "1" in self.by_id
-        self.s_ids = any(re.fullmatch(r"[Ss]\d+", s.id) for s in sources)
+        self.s_ids = any(re.fullmatch(r"[Ss]\d+", sid) for sid, _ in sources)
 
     def _nth(self, n: int) -> str | None:
         return self.order[n - 1] if 1 <= n <= len(self.order) else None
@@ -111,6 +114,18 @@ class SourceIndex:
             return found
         key = title_key(item)
         return self.by_title.get(key) or self.by_key.get(key)
+
+
+def source_index(sources: Sequence[Source]) -> SourceIndex:
+    """The index of ``sources`` (by their ids and titles, all it reads), made once for the
+    same ones: an answer's claims, checks and sentences look markers up against the same
+    sources many times (up to a few thousand answers' sources are kept)."""
+    return _source_index(tuple((s.id, s.title) for s in sources))
+
+
+@lru_cache(maxsize=4096)
+def _source_index(sources: tuple[tuple[str, str | None], ...]) -> SourceIndex:
+    return SourceIndex(sources)
 
 
 def _bracket_items(body: str, index: SourceIndex) -> list[str] | None:
@@ -208,7 +223,7 @@ def _overlaps(start: int, end: int, markers: list[Marker]) -> bool:
 
 def find_markers(text: str, sources: Sequence[Source] = ()) -> list[Marker]:
     """Every citation marker in ``text``, in order of position."""
-    index = SourceIndex(sources)
+    index = source_index(sources)
     markers = _labelled_markers(text, index)
     markers += _paren_title_markers(text, index, markers)
     markers += _bracket_markers(text, index, markers)

@@ -141,6 +141,47 @@ def test_split_sentences_english_and_chinese() -> None:
     ]
 
 
+def test_an_answer_read_twice_is_split_by_pysbd_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.text
+    from judge.records import Source
+    from judge.split.citations import segment_answer
+    from judge.split.uncited import cites_nothing
+
+    runs: list[str] = []
+    real = judge.text._pysbd_starts
+
+    def counted(text: str) -> frozenset[int]:
+        runs.append(text)
+        return real(text)
+
+    monkeypatch.setattr(judge.text, "_pysbd_starts", counted)
+    answer = "A fresh answer, read twice (cached split) at 3 p.m. today. It cites nothing."
+    record = AnswerRecord(id="a", question="q", answer=answer,
+                          sources=[Source(id="s", text="t.")])
+    assert cites_nothing(record)  # the run reading the batch
+    spans = [(s.start, s.end) for s in segment_answer(answer, record.sources)]  # the split
+    second = answer.index("It cites")
+    expected = [(0, second - 1), (second, len(answer))]  # "3 p.m." ends no sentence
+    assert spans == expected
+    assert runs == [answer]
+    first = split_sentences(answer)
+    first.append((0, 1))  # every caller gets a list of its own
+    assert split_sentences(answer) == expected
+
+
+def test_a_text_longer_than_the_cache_takes_is_split_each_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import judge.text
+
+    runs: list[int] = []
+    real = judge.text._pysbd_starts
+    monkeypatch.setattr(judge.text, "_pysbd_starts",
+                        lambda text: runs.append(len(text)) or real(text))
+    long = "One sentence here. " * (judge.text.CACHED_CHARS // 19 + 1)
+    assert split_sentences(long) == split_sentences(long)
+    assert len(runs) == 2
+
+
 def test_best_passages_ranks_by_weighted_overlap_with_original_offsets() -> None:
     text = "SQLite allows one writer. WAL mode lets readers continue. Backups are separate."
     (first, *_rest) = best_passages("In WAL mode readers continue", text, k=2)

@@ -123,3 +123,25 @@ def test_strip_markers_keeps_offsets() -> None:
     assert len(stripped) == len(text)
     assert "[S1]" not in stripped and "依據" not in stripped
     assert stripped.index("。") == text.index("。")
+
+
+def test_sources_that_differ_only_in_a_title_are_indexed_apart() -> None:
+    # the index is shared among callers with the same sources: ids and titles both count
+    renamed = Source(id="n1", title="另一個標題", text="筆記內容。")
+    answer = "結論如此（依據：《筆記標題》）。"
+    assert [c.source for mk in find_markers(answer, [NOTE]) for c in mk.citations] == ["n1"]
+    # an unknown title is kept as written, not resolved to the id of the other title
+    assert [c.source for mk in find_markers(answer, [renamed]) for c in mk.citations] == [
+        "筆記標題"]
+    assert [c.source for mk in find_markers(answer, [NOTE]) for c in mk.citations] == ["n1"]
+
+
+def test_the_same_sources_share_one_index_and_the_order_counts() -> None:
+    from judge.split.citations import source_index
+
+    copy = Source(id="S1", title="Spring Security 認證", text="another text, same id and title")
+    assert source_index([S1, S2]) is source_index([copy, S2])
+    assert source_index([S1, S2]) is not source_index([S2, S1])
+    # numbered markers follow the sources' order
+    assert [c.source for mk in find_markers("見 [1]。", [S2, S1]) for c in mk.citations] == ["S2"]
+    assert [c.source for mk in find_markers("見 [1]。", [S1, S2]) for c in mk.citations] == ["S1"]
