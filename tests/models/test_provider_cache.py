@@ -6,20 +6,18 @@ tokens the server returns. A store from before the columns existed upgrades."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlite_utils
 
 from judge.api import judge_answers
 from judge.cli.core import tokens_line
 from judge.config import JudgeConfig
 from judge.store import Store
-from judge.store.migrations import MIGRATIONS
 from tests.fakes import CHOICE, Reply, claim_texts, rule_responder, with_label_logprobs
+from tests.support.old_stores import store_upto
 from tests.support.openai_server import OpenAIServer
 
 #: a model litellm prices, with a cache-read price below its input price
@@ -102,17 +100,8 @@ def test_label_supports_come_through_the_openai_path(
 
 def test_a_store_from_before_the_cache_columns_upgrades(tmp_path: Path) -> None:
     path = tmp_path / "m013.db"
-    conn = sqlite3.connect(path)
-    db = sqlite_utils.Database(conn)
-    names = [n for n, _ in MIGRATIONS]
-    upto = names.index("m013_operating_point_score")
-    db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-    for name, fn in MIGRATIONS[:upto + 1]:
-        fn(db)
-        db["_migrations"].insert({"name": name, "applied_at": "2026-12-01T00:00:00"})
-    db["calls"].insert({"id": "call-old", "purpose": "verify", "prompt_tokens": 10})
-    conn.commit()
-    conn.close()
+    with store_upto(path, "m013_operating_point_score", "2026-12-01T00:00:00") as db:
+        db["calls"].insert({"id": "call-old", "purpose": "verify", "prompt_tokens": 10})
     store = Store.open(path)
     try:
         assert "m017_call_cache_and_label_tokens" in [r["name"]

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-import sqlite_utils
 from fastapi.testclient import TestClient
 
 from judge.config import JudgeConfig
@@ -27,6 +26,7 @@ from judge.store.migrations import MIGRATIONS
 from tests.fakes import FakeLLM
 from tests.review_helpers import known_store
 from tests.service.test_service import ADMIN, TOKENS, login, make_client
+from tests.support.old_stores import store_upto
 
 
 def _field(html: str, name: str) -> str:
@@ -259,19 +259,12 @@ def test_a_store_from_before_sessions_upgrades_in_order(tmp_path: Path) -> None:
     """A store whose last migration is m013 opens with the sessions and item leases tables
     added, recorded after every earlier migration, and its queue still reads."""
     path = tmp_path / "m013.db"
-    conn = sqlite3.connect(path)
-    db = sqlite_utils.Database(conn)
+    with store_upto(path, "m013_operating_point_score") as db:
+        db["queues"].insert({"id": "q-old", "created_at": "2026-11-01T00:00:00",
+                             "run_ids": "[]", "judge_versions": "[]", "seed": 0,
+                             "strata": "{}", "items": 0, "priority": "[]"})
     names = [n for n, _ in MIGRATIONS]
     upto = names.index("m013_operating_point_score")
-    db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-    for name, fn in MIGRATIONS[:upto + 1]:
-        fn(db)
-        db["_migrations"].insert({"name": name, "applied_at": "2026-11-01T00:00:00"})
-    db["queues"].insert({"id": "q-old", "created_at": "2026-11-01T00:00:00", "run_ids": "[]",
-                         "judge_versions": "[]", "seed": 0, "strata": "{}", "items": 0,
-                         "priority": "[]"})
-    conn.commit()
-    conn.close()
     store = Store.open(path)
     try:
         applied = [r["name"] for r in store.db.query(

@@ -13,6 +13,7 @@ from judge.store import Lease, Store
 from judge.store.migrations import MIGRATIONS
 from judge.verdicts import Claim, Verdict
 from tests.fakes import FakeLLM
+from tests.support.old_stores import store_upto
 
 REC = AnswerRecord.model_validate(
     {"id": "a", "answer": "401 [S1].", "sources": [{"id": "S1", "text": "401"}]}
@@ -145,19 +146,10 @@ def test_a_store_from_before_operating_points_upgrades_and_its_queues_still_read
     from judge.review.triage import recall_watch
 
     path = tmp_path / "m011.db"
-    conn = sqlite3.connect(path)
-    db = sqlite_utils.Database(conn)
-    names = [n for n, _ in MIGRATIONS]
-    upto = names.index("m011_probe_heads")
-    db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-    for name, fn in MIGRATIONS[:upto + 1]:
-        fn(db)
-        db["_migrations"].insert({"name": name, "applied_at": "2026-11-01T00:00:00"})
-    db["queues"].insert({"id": "q-old", "created_at": "2026-11-01T00:00:00", "run_ids": "[]",
-                         "judge_versions": "[]", "seed": 0, "strata": "{}", "items": 0,
-                         "priority": "[]"})
-    conn.commit()
-    conn.close()
+    with store_upto(path, "m011_probe_heads") as db:
+        db["queues"].insert({"id": "q-old", "created_at": "2026-11-01T00:00:00",
+                             "run_ids": "[]", "judge_versions": "[]", "seed": 0,
+                             "strata": "{}", "items": 0, "priority": "[]"})
     store = Store.open(path)
     try:
         assert "m012_operating_points" in [r["name"] for r in store.db["_migrations"].rows]
@@ -176,16 +168,8 @@ def test_a_store_from_before_batch_jobs_upgrades_and_keeps_them_by_call(tmp_path
     calls are recorded, found again by call id while open (for its provider only), and no
     longer once read."""
     path = tmp_path / "m013.db"
-    conn = sqlite3.connect(path)
-    db = sqlite_utils.Database(conn)
-    names = [n for n, _ in MIGRATIONS]
-    upto = names.index("m013_operating_point_score")
-    db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-    for name, fn in MIGRATIONS[:upto + 1]:
-        fn(db)
-        db["_migrations"].insert({"name": name, "applied_at": "2026-11-01T00:00:00"})
-    conn.commit()
-    conn.close()
+    with store_upto(path, "m013_operating_point_score"):
+        pass
     store = Store.open(path)
     try:
         assert "m016_batch_jobs" in [r["name"] for r in store.db["_migrations"].rows]
