@@ -69,7 +69,12 @@ from judge.records import AnswerRecord  # noqa: E402
 from judge.store import Store  # noqa: E402
 from judge.verdicts import LABELS  # noqa: E402
 from research.fit_linear import first_items, shown_path  # noqa: E402
-from research.readers_transfer import BINARY_ONLY, NOT_SUPPORTED_SET, PER_DOCUMENT  # noqa: E402
+from research.readers_transfer import (  # noqa: E402
+    BINARY_ONLY,
+    NOT_SUPPORTED_SET,
+    PER_DOCUMENT,
+    label_sets,
+)
 
 
 def figures(y: np.ndarray, pred: np.ndarray, p_s: np.ndarray, threshold: float
@@ -231,13 +236,8 @@ def pool_fit(items: list[FitItem], weighting: str | None
         return None, None
     datasets = [i.dataset or "-" for i in items]
     labels = [i.label for i in items]
-    classes = [("supported" if lab == "supported" else "not_supported")
-               if ds in BINARY_ONLY else lab for ds, lab in zip(datasets, labels, strict=True)]
+    classes, allowed = label_sets(datasets, labels)
     groups = [i.group for i in items]
-    allowed = np.zeros((len(items), len(LABELS)), dtype=bool)
-    for k, (cls, lab) in enumerate(zip(classes, labels, strict=True)):
-        for name in (NOT_SUPPORTED_SET if cls == "not_supported" else (lab,)):
-            allowed[k, LABELS.index(name)] = True
 
     def weigh(idx: np.ndarray) -> np.ndarray:
         return pool_weights([datasets[k] for k in idx], [classes[k] for k in idx],

@@ -87,6 +87,18 @@ class Pool:
         return np.hstack([self.vectors[k] for k in keys]).astype(np.float64)
 
 
+def label_sets(datasets: list[str], labels: list[str]) -> tuple[list[str], np.ndarray]:
+    """The class people gave each claim (SummEdits: supported / not_supported, its 4-label
+    split being a model's hint) and the labels each may be fitted as (n x labels)."""
+    classes = [("supported" if lab == "supported" else "not_supported") if ds in BINARY_ONLY
+               else lab for ds, lab in zip(datasets, labels, strict=True)]
+    allowed = np.zeros((len(labels), len(LABELS)), dtype=bool)
+    for k, (cls, lab) in enumerate(zip(classes, labels, strict=True)):
+        for name in (NOT_SUPPORTED_SET if cls == "not_supported" else (lab,)):
+            allowed[k, LABELS.index(name)] = True
+    return classes, allowed
+
+
 def load_pool(folders: list[Path], gold: list[Path]) -> Pool:
     meta: dict[str, tuple[str, str, str]] = {}
     for path in gold:
@@ -119,12 +131,7 @@ def load_pool(folders: list[Path], gold: list[Path]) -> Pool:
             vectors[key] = np.vstack([found[i][name] for i in ids])
     datasets = np.array([meta[i][0] for i in ids])
     labels = [meta[i][1] for i in ids]
-    classes = [("supported" if lab == "supported" else "not_supported") if ds in BINARY_ONLY
-               else lab for ds, lab in zip(datasets, labels, strict=True)]
-    allowed = np.zeros((len(ids), len(LABELS)), dtype=bool)
-    for k, (cls, lab) in enumerate(zip(classes, labels, strict=True)):
-        for name in (NOT_SUPPORTED_SET if cls == "not_supported" else (lab,)):
-            allowed[k, LABELS.index(name)] = True
+    classes, allowed = label_sets([str(d) for d in datasets], labels)
     return Pool(ids, datasets, [meta[i][2] for i in ids],
                 np.array([LABELS.index(lab) for lab in labels]), classes, allowed, vectors)
 

@@ -40,7 +40,7 @@ from judge.config import JudgeConfig  # noqa: E402
 from judge.evaluation.gold import load_gold  # noqa: E402
 from judge.models.control_tokens import defuse  # noqa: E402
 from judge.models.readers import parse_readers  # noqa: E402
-from research.collect_readers import CONFIG, POOL  # noqa: E402
+from research.collect_readers import CONFIG, POOL, done_ids  # noqa: E402
 
 
 def shard_vectors(folder: Path, readers: list[str]) -> dict[str, np.ndarray]:
@@ -57,14 +57,6 @@ def shard_vectors(folder: Path, readers: list[str]) -> dict[str, np.ndarray]:
             for sha, vector in zip(data["prompt_sha256"], joined, strict=True):
                 out[str(sha)] = vector
     return out
-
-
-def collected_ids(folder: Path) -> set[str]:
-    ids: set[str] = set()
-    for shard in sorted(folder.glob("shard-*.npz")):
-        with np.load(shard) as data:
-            ids.update(str(i) for i in data["ids"])
-    return ids
 
 
 def serve_from(vectors: dict[str, np.ndarray]) -> dict[str, int]:
@@ -116,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(vectors)} collected vectors of {'+'.join(readers)} at layer {args.layers}",
           flush=True)
     version = None
-    collected = collected_ids(args.vectors / f"L{args.layers}")
+    collected = done_ids(args.vectors / f"L{args.layers}")
     for gold in args.gold:
         read = load_gold(gold)  # only the collected claims: a missing vector stops the run
         entries = [e for e in read.entries if e.item.id in collected][:args.limit]
