@@ -101,10 +101,36 @@ def figures(y: np.ndarray, pred: np.ndarray, p_s: np.ndarray, threshold: float
 
 def per_dataset(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: np.ndarray,
                 threshold: float) -> dict[str, Any]:
+    """Each dataset's figures; a dataset whose people gave only supported / not supported
+    (SummEdits) gets the binary ones only: its 4-label split is a model's hint, so a 4-label
+    accuracy or a recall per label would score the judge against a model."""
     out = {}
     for ds in sorted({i.dataset or "-" for i in items}):
         idx = np.array([k for k, i in enumerate(items) if (i.dataset or "-") == ds])
-        out[ds] = figures(y[idx], pred[idx], p_s[idx], threshold)
+        shown = figures(y[idx], pred[idx], p_s[idx], threshold)
+        if ds in BINARY_ONLY:
+            said, flagged = y[idx] != 0, pred[idx] != 0
+            del shown["recall"]
+            shown["balanced_accuracy"] = round(balanced_accuracy(
+                flagged.astype(int), said.astype(int)), 3)
+            shown["binary_only"] = "supported vs not, as people labelled it"
+        out[ds] = shown
+    return out
+
+
+def pooled_figures(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: np.ndarray,
+                   threshold: float) -> dict[str, Any]:
+    """The figures over every item, the 4-label ones over the items people gave 4 labels
+    (SummEdits' split is a model's hint), and supported vs not over every item."""
+    out = figures(y, pred, p_s, threshold)
+    four = np.array([(i.dataset or "-") not in BINARY_ONLY for i in items])
+    if not four.all() and four.any():
+        inner = figures(y[four], pred[four], p_s[four], threshold)
+        out["balanced_accuracy"] = inner["balanced_accuracy"]
+        out["recall"] = inner["recall"]
+        out["four_label_n"] = int(four.sum())
+    out["binary_balanced_accuracy"] = round(balanced_accuracy(
+        (pred != 0).astype(int), (y != 0).astype(int)), 3)
     return out
 
 
@@ -315,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     assert fitted.out_of_fold is not None
     pred, probs = fitted.out_of_fold
     threshold = fitted.review_support_below
-    cv = figures(y, pred, probs[:, 0], threshold)
+    cv = pooled_figures(items, y, pred, probs[:, 0], threshold)
     shift = carried_shift(args.shift_from, data.config) if args.shift_from else None
     head = canonical(replace(head, about={**head.about, "cross_validated": cv},
                              shift=shift))[0]
