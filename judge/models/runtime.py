@@ -132,6 +132,13 @@ class Runtime:
         # which the last row is the LAST pooling's vector to the bit (judge.models.readers)
         params.pooling_type = (xlc.llama_pooling_type.LLAMA_POOLING_TYPE_NONE if token_states
                                else xlc.llama_pooling_type.LLAMA_POOLING_TYPE_LAST)
+        if token_states:
+            # every token's state comes out of one physical batch: at llama.cpp's 512 a probe
+            # prompt longer than that (1,500 characters of Chinese evidence is ~1,000 tokens)
+            # was refused. A prompt within 512 tokens is evaluated by the same graph, so its
+            # states do not change (tests/models/test_token_states.py)
+            params.n_batch = n_ctx
+            params.n_ubatch = n_ctx
         params.embd_normalize = -1
         params.endpoint_slots = False
         params.endpoint_metrics = False

@@ -81,3 +81,28 @@ def test_the_provider_pools_the_claims_tokens() -> None:
     with pytest.raises(Exception, match="cannot read"):
         litellm.embedding(model=embedded.EMBEDDED_MODEL, input=[text], layers=LAYERS,
                           reader="claim_mean", reader_claim="a claim not in the prompt")
+
+
+def test_a_prompt_longer_than_one_default_batch_is_read_whole() -> None:
+    """llama.cpp evaluates 512 tokens at a time by default and refuses per-token states of a
+    longer prompt; the probe's evidence (1,500 characters, ~1,000 tokens of Chinese) may be
+    longer: it is read whole, and its last row is still the last-token vector."""
+    from judge.models import embedded
+    from judge.models.readers import prompt_spans, token_offsets, tokens_in
+
+    evidence = "\n".join(f"- 第{k}座橋於19{k:02d}年通車，全長{2000 + k}公尺，橫跨海灣連接兩岸城市。"
+                         for k in range(40))
+    claim = CLAIMS[0]
+    text = PROMPT.replace("- 金門大橋於1937年通車，全長2737公尺。\n- The bridge opened in 1937.",
+                          evidence).format(claim=claim)
+    embedded.load(layers=LAYERS, token_states=True)
+    states, pieces, _ = embedded.token_states(text, LAYERS)
+    assert len(pieces) > 600 and states.shape == (len(pieces), 1536)
+    assert np.all(np.isfinite(states))
+    rows = tokens_in(token_offsets(pieces, text), prompt_spans(text, claim).claim)
+    assert len(rows) > 0 and rows.min() > 500  # the claim after the long evidence
+    embedded.load(layers=LAYERS)
+    result, _ = embedded.embed(text, LAYERS)
+    assert np.array_equal(states[-1], np.asarray(result["data"][0]["embedding"],
+                                                 dtype=np.float32))
+
