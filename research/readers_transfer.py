@@ -76,6 +76,13 @@ class Pool:
     allowed: np.ndarray    # n x labels
     vectors: dict[str, np.ndarray]
 
+    def first(self, n: int) -> Pool:
+        """The first ``n`` claims in collection order (a fixed random order of the pool, so
+        a prefix is a random sample of it): the learning curve's pools."""
+        return Pool(self.ids[:n], self.datasets[:n], self.groups[:n], self.y[:n],
+                    self.classes[:n], self.allowed[:n],
+                    {k: v[:n] for k, v in self.vectors.items()})
+
     def x(self, readers: str) -> np.ndarray:
         """The vectors of ``readers``: reader names joined by ``+``, each of the first
         ``--vectors`` folder or written ``L16:claim_mean`` for another folder's."""
@@ -262,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         "last+claim_max", "claim_mean+claim_max", "last+claim_mean+evidence_mean"])
     parser.add_argument("--weightings", nargs="+", default=["label", "dataset+label"])
     parser.add_argument("--lambdas", type=float, nargs="+", default=[300.0, 3000.0])
+    parser.add_argument("--first", type=int, nargs="+", default=None, metavar="N",
+                        help="the learning curve: each candidate on the first N claims "
+                             "collected (a random sample of the pool), for each N")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     for path in args.gold:
@@ -271,14 +281,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(pool.ids)} claims collected: {dict(Counter(pool.datasets.tolist()))}",
           flush=True)
     results = []
+    sizes = sorted(set(args.first)) if args.first else [len(pool.ids)]
     with threadpool_limits(limits=1, user_api="blas"):
-        for readers in args.readers:
-            for weighting in args.weightings:
-                for lam in args.lambdas:
-                    result = evaluate(pool, readers, weighting, lam)
-                    results.append(result)
-                    print(line(result), flush=True)
-    best = max(results, key=lambda r: (r["summary"]["lodo_binary_ba"],
+        for size in sizes:
+            part = pool.first(size) if size < len(pool.ids) else pool
+            for readers in args.readers:
+                for weighting in args.weightings:
+                    for lam in args.lambdas:
+                        result = {"n": len(part.ids), **evaluate(part, readers, weighting, lam)}
+                        results.append(result)
+                        print(f"n={len(part.ids):<5} " + line(result), flush=True)
+    largest = max(r["n"] for r in results)  # chosen on the largest pool measured
+    best = max((r for r in results if r["n"] == largest),
+               key=lambda r: (r["summary"]["lodo_binary_ba"],
                                        r["summary"]["lodo_auc"]))
     print("chosen on leave-one-dataset-out:", line(best))
     if args.output:
