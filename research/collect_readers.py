@@ -2,7 +2,7 @@
 compressed float16 shards that a commit can carry (issue 49).
 
     python research/collect_readers.py [--layers 21] [--out research/vectors] [--limit N]
-        [--gold FILE ...] [--threads 2] [--shard 100]
+        [--gold FILE ...] [--threads 2] [--shard 100] [--measure]
 
 For each human-labelled claim of the pool (the 1,650 dev claims of the four first sets,
 ``gold/eval_all.jsonl`` and ``research/tuning_subset.jsonl``, and the 3,773 of the training
@@ -63,14 +63,19 @@ def order_key(gold_id: str) -> str:
     return hashlib.sha256(f"collect-readers:{gold_id}".encode()).hexdigest()
 
 
-def pool_prompts(paths: list[Path], config: JudgeConfig) -> list[dict[str, Any]]:
+def pool_prompts(paths: list[Path], config: JudgeConfig, measure: bool = False
+                 ) -> list[dict[str, Any]]:
     """Every valid gold item of ``paths`` with the text of its probe prompt as the model
-    reads it and the claim as it stands there, in the collection order."""
+    reads it and the claim as it stands there, in the collection order. ``measure``: the
+    files are read to be measured on (fresh_check, OCNLI), never fitted on: allowed, and
+    only then."""
     root = prompts_dir()
     out = []
     for path in paths:
-        if any(name in path.name for name in HELD_BACK):
-            raise SystemExit(f"{path} is measure-only or held back: never collected for a fit")
+        held = any(name in path.name for name in HELD_BACK)
+        if held and not measure:
+            raise SystemExit(f"{path} is measure-only or held back: never collected for a fit "
+                             f"(--measure collects it apart, to be measured on)")
         gold = read_gold(path)
         if gold.errors or gold.refused:
             raise SystemExit(f"{path}: {len(gold.errors)} invalid and {len(gold.refused)} "
@@ -128,16 +133,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="stop after N new claims")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--shard", type=int, default=100, help="claims a shard")
+    parser.add_argument("--measure", action="store_true",
+                        help="collect held-back or measure-only files (fresh_check, OCNLI) "
+                             "into <out>/measure/L<layers>, apart from the pool's shards; "
+                             "research/replay_vectors.py --vectors <out>/measure measures a "
+                             "head on them (labels are never read here)")
     args = parser.parse_args(argv)
+    if args.measure and args.gold == POOL:
+        parser.error("--measure takes the files to measure on (--gold)")
 
     from judge.models import embedded
     from judge.models.readers import tokens_in
     from judge.models.runtime import Runtime
 
     config = JudgeConfig.load(CONFIG)
-    folder = args.out / f"L{args.layers}"
+    folder = (args.out / "measure" if args.measure else args.out) / f"L{args.layers}"
     folder.mkdir(parents=True, exist_ok=True)
-    prompts = pool_prompts(args.gold, config)
+    prompts = pool_prompts(args.gold, config, args.measure)
     done = done_ids(folder)
     # an id whose prompt changed since (a gold text repaired) is read again; the later shard
     # holds it, and readers of the shards take the latest (research/readers_transfer.py)

@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--first takes one --gold file")
     if any("fresh_check" in str(g) for g in args.gold):
         parser.error("fresh_check.jsonl is held back: never fitted on")
+    if any("ocnli" in g.name for g in args.gold):
+        parser.error("OCNLI is measure-only (non-commercial): never fitted on")
     store = Store.open(args.db)
     golds = [first_items(load_gold(g), args.first) for g in args.gold]
     loaded = [load_items(store, g, args.version) for g in golds]
