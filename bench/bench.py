@@ -13,8 +13,8 @@ and its cl100k tokens (chat framing and the JSON schema sent included):
    prompt cache (1,024-token minimum) would serve. ``gold`` (:mod:`one_call_gold`): the
    hosted default (one call) against two calls on the gold's free-text answers, the mock as
    a strong-model stand-in: claims, coverage, checks and labels alike, calls and tokens.
-2. ``throughput``: 200 answers at 200 ms per call, concurrency 1 / 8 / 32, against the bound
-   ``concurrency / (calls per answer x 0.2 s)``.
+2. ``throughput``: 200 answers at 200 ms per call, concurrency 1 / 8 / 32 (``--levels``),
+   against the bound ``concurrency / (calls per answer x 0.2 s)``.
 3. ``scale``: CPU time per answer from 20 to 1,000 answers (instant mock): flat or not.
 4. ``ray``: the Ray executor with 1 and 2 workers (200 answers at 200 ms).
 5. ``embedded``: the embedded model's seconds per claim, ``probe`` (the default) beside
@@ -231,7 +231,8 @@ def bench_throughput(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
           f"{'CPU ms/call':>12}")
     out: dict[str, Any] = {}
     runs = [(str(level), level, {}) for level in levels]
-    runs += [(f"{level} one call", level, {"one_call": True}) for level in (1, levels[-1])]
+    runs += [(f"{level} one call", level, {"one_call": True})
+             for level in dict.fromkeys((levels[0], levels[-1]))]
     for name, level, settings in runs:
         r = run(mock, path, tmp / f"tp{name}.db", f"tp{name}", LATENCY_MS, concurrency=level,
                 **settings)
@@ -530,6 +531,9 @@ def main() -> None:
     parser.add_argument("--end-to-end", action="store_true",
                         help="also judge answers end to end, split included, on the embedded "
                              "model (bench/end_to_end.py; slow)")
+    parser.add_argument("--levels", default="1,8,32",
+                        help="the throughput section's concurrencies (comma-separated; "
+                             "one_call at the first and the last)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     parser.add_argument("--profile", action="store_true",
                         help="only profile the client at concurrency 32 (profile_client.py)")
@@ -565,9 +569,12 @@ def main() -> None:
 
                     bench_gold(mock, tmp, figures)
                     continue
-                {"tokens": bench_tokens, "peers": bench_peers, "throughput": bench_throughput,
-                 "scale": bench_scale, "ray": bench_ray,
-                 "batches": bench_batches}[section](mock, peer, tmp, figures)
+                if section == "throughput":
+                    levels = tuple(int(n) for n in args.levels.split(",") if n)
+                    bench_throughput(mock, peer, tmp, figures, levels)
+                    continue
+                {"tokens": bench_tokens, "peers": bench_peers, "scale": bench_scale,
+                 "ray": bench_ray, "batches": bench_batches}[section](mock, peer, tmp, figures)
         if args.embedded:
             bench_embedded(peer, tmp, figures)
     if args.end_to_end:

@@ -16,6 +16,7 @@ from judge.models.accounting import Accounting, CallStats
 from judge.models.attempts import Attempts
 from judge.models.budget import Budget, Limits, Reservation, charge
 from judge.models.flow import CallFlow
+from judge.models.preparing import prepares_on_loop
 from judge.models.prompts import RenderedPrompt
 from judge.store import now
 
@@ -42,7 +43,9 @@ class CallCore:
         self.limits = limits or Limits()
         served = config.probe_endpoint
         self.accounting = Accounting(config.model, also=(served.model,) if served else ())
-        self.flow = CallFlow(config, Budget(self.limits, self.stats, config.model))
+        self.flow = CallFlow(config, Budget(self.limits, self.stats, config.model),
+                             prepare_on_loop=not replay
+                             and prepares_on_loop(config.model, config.api_base))
         #: call ids to make again although their stored output parses (--retry-errors)
         self.refresh: set[str] = set()
         self._inflight: dict[str, asyncio.Future[Any]] = {}

@@ -32,6 +32,7 @@ from judge.models.budget import (
     prompt_estimate,
 )
 from judge.models.failures import RunStopped
+from judge.models.preparing import on_loop
 from judge.models.prompts import RenderedPrompt
 from judge.models.ratelimit import RateLimiter
 from judge.text import estimate_tokens
@@ -42,9 +43,13 @@ R = TypeVar("R")
 class CallFlow:
     """The flow control of one client, by its operational ``settings`` and ``budget``."""
 
-    def __init__(self, settings: OperationalSettings, budget: Budget) -> None:
+    def __init__(self, settings: OperationalSettings, budget: Budget,
+                 prepare_on_loop: bool = False) -> None:
         self.settings = settings
         self.budget = budget
+        #: each attempt's request is built on the event loop's thread
+        #: (:mod:`judge.models.preparing`)
+        self.prepare_on_loop = prepare_on_loop
         self.slots = asyncio.Semaphore(settings.calls_in_flight())
         self.rate = RateLimiter(settings.rpm, settings.tpm)
         self._reserved: dict[str, int] = {}  # rate-limit tokens held by a call in flight
@@ -116,7 +121,8 @@ class CallFlow:
                 reserved = await self.rate.acquire(tokens)
                 self._reserved[call_id] = self._reserved.get(call_id, 0) + reserved
             try:
-                result = await call()
+                with on_loop(self.prepare_on_loop):
+                    result = await call()
             except Exception as exc:  # fail closed: every failure is recorded
                 error = root_message(exc)
                 transient = is_transient(exc)

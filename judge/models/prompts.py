@@ -88,15 +88,22 @@ def template_hash(name: str, version: str, root: Path | None = None) -> str:
     return _loaded(root, name, version)[1]
 
 
+@lru_cache(maxsize=256)
+def _template_file(root: Path, name: str, version: str) -> str:
+    return str(template_path(name, version, root))
+
+
 def _loaded(root: Path | None, name: str, version: str) -> tuple[Template, str]:
     """A template version compiled and hashed once (again only when its file changes), from
-    the same bytes: the hash recorded with a call is always the hash of what was rendered."""
-    path = template_path(name, version, root)
+    the same bytes: the hash recorded with a call is always the hash of what was rendered.
+    The file is looked at on every render (its path is built once per folder)."""
+    path = str(template_path(name, version)) if root is None else _template_file(
+        root, name, version)
     try:
-        stat = path.stat()
+        stat = os.stat(path)
     except FileNotFoundError as exc:
         raise PromptError(f"prompt template {name}/{version} not found at {path}") from exc
-    return _compiled(str(path.resolve()), stat.st_mtime_ns, stat.st_size, name, version)
+    return _compiled(path, stat.st_mtime_ns, stat.st_size, name, version)
 
 
 @lru_cache(maxsize=256)

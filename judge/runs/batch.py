@@ -48,6 +48,7 @@ from judge.runs.admission import Gate, InputRefused, RuleOf
 from judge.runs.budgets import AnswerBudget, Share, prior_of
 from judge.runs.deferred import BatchMode, DeferringExecutor, batched
 from judge.runs.executors import Executor, ExecutorName, LocalExecutor
+from judge.runs.heap import run_heap
 from judge.runs.summary import RunSummary
 from judge.store import AnswerConflict, Store
 from judge.store.buffer import WriteBuffer
@@ -320,13 +321,14 @@ async def run_batch(
     beat = asyncio.ensure_future(run.heartbeat())
     committer = asyncio.ensure_future(run.committer())
     try:
-        work = asyncio.gather(*(run.one(item, semaphore) for item in todo))
-        await (queue.alongside(work) if queue is not None else work)
-        while run.held and not run.stopped:  # answers another live run is judging
-            await asyncio.sleep(HELD_POLL_S)
-            buffer.flush()  # what this run finished is visible to the others
-            waiting, run.held = run.held, []
-            await asyncio.gather(*(run.one(item, semaphore) for item in waiting))
+        with run_heap():  # no full collection of the modules' heap while calls wait
+            work = asyncio.gather(*(run.one(item, semaphore) for item in todo))
+            await (queue.alongside(work) if queue is not None else work)
+            while run.held and not run.stopped:  # answers another live run is judging
+                await asyncio.sleep(HELD_POLL_S)
+                buffer.flush()  # what this run finished is visible to the others
+                waiting, run.held = run.held, []
+                await asyncio.gather(*(run.one(item, semaphore) for item in waiting))
     finally:
         beat.cancel()
         committer.cancel()

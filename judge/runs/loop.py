@@ -6,7 +6,9 @@ litellm's ``acompletion`` builds each request's coroutine on a worker thread and
 after; a call cancelled in between (Ctrl-C, a timeout) leaves a request that was never sent,
 and Python warns ``coroutine ... was never awaited`` when it is collected. When the loop has
 ended, those still unstarted are closed: no request is lost that was ever made, and an
-interrupted run ends without the warning."""
+interrupted run ends without the warning. The request of an attempt the model client marked
+(an OpenAI-compatible endpoint, :mod:`judge.models.preparing`) is built at once on the loop's
+own thread instead."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from judge.models.preparing import take
 
 T = TypeVar("T")
 
@@ -29,6 +33,13 @@ class _KeepingExecutor(ThreadPoolExecutor):
         self._unstarted: list[Coroutine[Any, Any, Any]] = []
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if take():  # the model client's request, built without I/O: here and now
+            done: Future[T] = Future()
+            try:
+                done.set_result(self._keeping(fn, *args, **kwargs))
+            except Exception as exc:  # raised where the worker thread would have
+                done.set_exception(exc)
+            return done
         return super().submit(self._keeping, fn, *args, **kwargs)
 
     def _keeping(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
