@@ -129,15 +129,34 @@ def predict(values: Features, model: ScoreModel) -> tuple[np.ndarray, np.ndarray
             np.array([[probs[label] for label in LABELS] for _, probs in out]).reshape(-1, 4))
 
 
-def balanced_accuracy(pred: np.ndarray, y: np.ndarray) -> float:
-    recalls = [(pred[y == k] == k).mean() for k in range(len(LABELS)) if (y == k).any()]
-    return float(np.mean(recalls))
+def _classes(y: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """Each item's class for balancing: its gold label, or with ``allowed`` (n x labels, the
+    label sets people gave, e.g. SummEdits' "inconsistent" as {contradicted, not_in_source})
+    its set, so that a model-written split inside a set never makes two classes."""
+    if allowed is None:
+        return np.asarray(y)
+    return np.unique(np.asarray(allowed, dtype=bool), axis=0, return_inverse=True)[1].ravel()
 
 
-def balanced_log_loss(probs: np.ndarray, y: np.ndarray) -> float:
-    """Mean over the gold labels present of the mean -log P(gold label)."""
-    loss = -np.log(np.clip(probs[np.arange(len(y)), y], 1e-12, 1.0))
-    return float(np.mean([loss[y == k].mean() for k in range(len(LABELS)) if (y == k).any()]))
+def balanced_accuracy(pred: np.ndarray, y: np.ndarray,
+                      allowed: np.ndarray | None = None) -> float:
+    """Mean over the classes present of the share predicted right: the gold label, or with
+    ``allowed`` any label of the item's set."""
+    right = (pred == y) if allowed is None else np.asarray(allowed, dtype=bool)[
+        np.arange(len(pred)), pred]
+    classes = _classes(y, allowed)
+    return float(np.mean([right[classes == c].mean() for c in np.unique(classes)]))
+
+
+def balanced_log_loss(probs: np.ndarray, y: np.ndarray,
+                      allowed: np.ndarray | None = None) -> float:
+    """Mean over the classes present of the mean -log P(gold label), or with ``allowed``
+    -log P(the item's label set)."""
+    p = (probs[np.arange(len(y)), y] if allowed is None
+         else (probs * np.asarray(allowed, dtype=bool)).sum(axis=1))
+    loss = -np.log(np.clip(p, 1e-12, 1.0))
+    classes = _classes(y, allowed)
+    return float(np.mean([loss[classes == c].mean() for c in np.unique(classes)]))
 
 
 def over_folds(fold: Sequence[int], n: int,

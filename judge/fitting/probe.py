@@ -109,12 +109,13 @@ def choose_head(x: np.ndarray, y: np.ndarray, fold: Sequence[int], prior: ProbeH
                 ) -> tuple[float, ProbeHead, dict[float, tuple[np.ndarray, np.ndarray]],
                            dict[float, float]]:
     """The L2 strength with the lowest grouped cross-validated balanced log-loss (ties: the
-    stronger), the head fitted with it on every item, each strength's out-of-fold
+    stronger; with ``allowed``, of each item's label set, never of a model's split inside
+    it), the head fitted with it on every item, each strength's out-of-fold
     (labels, probabilities) and its loss."""
     with threadpool_limits(limits=1, user_api="blas"):
         oof = {lam: head_out_of_fold(x, y, fold, lam, prior, weigh, allowed)
                for lam in lambdas}
-        cv_loss = {v: balanced_log_loss(oof[v][1], y) for v in lambdas}
+        cv_loss = {v: balanced_log_loss(oof[v][1], y, allowed) for v in lambdas}
         lam = min(lambdas, key=lambda v: (cv_loss[v], -v))
         head = fit_head(x, y, lam, prior,
                         weight=None if weigh is None else weigh(np.arange(len(y))),
@@ -140,7 +141,7 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
     if lambdas is None:
         lambdas = PRIOR_HEAD_LAMBDAS if prior is not None else HEAD_LAMBDAS
     lam, head, oof, cv_loss = choose_head(x, y, fold, prior, lambdas, weigh, allowed)
-    cv_acc = {v: balanced_accuracy(oof[v][0], y) for v in lambdas}
+    cv_acc = {v: balanced_accuracy(oof[v][0], y, allowed) for v in lambdas}
     queue = queue_threshold(oof[lam][0], oof[lam][1][:, 0], y, queue_recall)
     info = {**(about or {}), "l2": lam, "n": int(len(y)),
             "review_support_below": queue["review_support_below"],

@@ -138,3 +138,25 @@ def test_each_fold_s_head_is_weighed_on_its_own_items_and_keeps_the_label_sets()
     assert sorted(asked[5].tolist()) == list(range(n))
     pred, probs = fitted.out_of_fold
     assert ((probs[:, 0] > 0.5) == supported).mean() > 0.9
+
+
+def test_cross_validated_scores_read_a_label_set_as_people_gave_it() -> None:
+    """The L2 strength is chosen, and the folds scored, on what people said: a label set
+    (SummEdits' "inconsistent") is one class and either of its labels is right; the
+    model-written split inside it is never scored. Without sets, as before."""
+    from judge.fitting.logistic import balanced_accuracy, balanced_log_loss
+
+    c, n_s = LABELS.index("contradicted"), LABELS.index("not_in_source")
+    y = np.array([0, 0, c, n_s])  # the last two: "inconsistent", split by a model's hint
+    allowed = np.eye(len(LABELS), dtype=bool)[y]
+    assert balanced_accuracy(np.array([0, c, c, n_s]), y, allowed) == balanced_accuracy(
+        np.array([0, c, c, n_s]), y) == pytest.approx(2.5 / 3)
+    allowed[2:, [c, n_s]] = True
+    pred = np.array([0, 0, n_s, c])  # both against the hint, both inside the set
+    assert balanced_accuracy(pred, y) == pytest.approx(1 / 3)  # scored against the hint
+    assert balanced_accuracy(pred, y, allowed) == 1.0
+    probs = np.zeros((4, len(LABELS)))
+    probs[:2, 0] = 1.0
+    probs[2:, [c, n_s]] = [[0.1, 0.9], [0.9, 0.1]]  # the set sure, the hint wrong
+    assert balanced_log_loss(probs, y, allowed) == pytest.approx(0.0, abs=1e-9)
+    assert balanced_log_loss(probs, y) > 1.0
