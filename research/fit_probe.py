@@ -99,6 +99,11 @@ def figures(y: np.ndarray, pred: np.ndarray, p_s: np.ndarray, threshold: float
     return out
 
 
+def binary_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
+    """Balanced accuracy of supported vs not (label 0 is supported)."""
+    return round(balanced_accuracy((pred != 0).astype(int), (y != 0).astype(int)), 3)
+
+
 def per_dataset(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: np.ndarray,
                 threshold: float) -> dict[str, Any]:
     """Each dataset's figures; a dataset whose people gave only supported / not supported
@@ -109,10 +114,8 @@ def per_dataset(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: np.n
         idx = np.array([k for k, i in enumerate(items) if (i.dataset or "-") == ds])
         shown = figures(y[idx], pred[idx], p_s[idx], threshold)
         if ds in BINARY_ONLY:
-            said, flagged = y[idx] != 0, pred[idx] != 0
             del shown["recall"]
-            shown["balanced_accuracy"] = round(balanced_accuracy(
-                flagged.astype(int), said.astype(int)), 3)
+            shown["balanced_accuracy"] = binary_accuracy(y[idx], pred[idx])
             shown["binary_only"] = "supported vs not, as people labelled it"
         out[ds] = shown
     return out
@@ -129,8 +132,7 @@ def pooled_figures(items: list[FitItem], y: np.ndarray, pred: np.ndarray, p_s: n
         out["balanced_accuracy"] = inner["balanced_accuracy"]
         out["recall"] = inner["recall"]
         out["four_label_n"] = int(four.sum())
-    out["binary_balanced_accuracy"] = round(balanced_accuracy(
-        (pred != 0).astype(int), (y != 0).astype(int)), 3)
+    out["binary_balanced_accuracy"] = binary_accuracy(y, pred)
     return out
 
 

@@ -143,18 +143,25 @@ def load_pool(folders: list[Path], gold: list[Path]) -> Pool:
                 np.array([LABELS.index(lab) for lab in labels]), classes, allowed, vectors)
 
 
-def fit_predict(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarray, lam: float,
-                weighting: str) -> np.ndarray:
-    """P(label) of the held claims from a head fitted on the rest."""
+def fit_inputs(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarray, weighting: str
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rest's and the held claims' vectors standardised on the rest, and the rest's
+    weights (``weighting`` of judge.fitting.weights): what a head is fitted and read on."""
     xr = x[rest]
     mu, sd = xr.mean(0), xr.std(0)
     sd = np.where(sd > 1e-8, sd, 1.0)
     w = pool_weights([str(d) for d in pool.datasets[rest]], [pool.classes[i] for i in rest],
                      [LABELS[pool.y[i]] for i in rest], [pool.groups[i] for i in rest],
                      weighting, PER_DOCUMENT)
-    coef = fit_standardised((xr - mu) / sd, pool.y[rest], lam, weight=w,
-                            allowed=pool.allowed[rest])
-    s = np.hstack([(x[held] - mu) / sd, np.ones((len(held), 1))]) @ coef
+    return (xr - mu) / sd, (x[held] - mu) / sd, w
+
+
+def fit_predict(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarray, lam: float,
+                weighting: str) -> np.ndarray:
+    """P(label) of the held claims from a head fitted on the rest."""
+    xs, xh, w = fit_inputs(pool, x, rest, held, weighting)
+    coef = fit_standardised(xs, pool.y[rest], lam, weight=w, allowed=pool.allowed[rest])
+    s = np.hstack([xh, np.ones((len(held), 1))]) @ coef
     p = np.exp(s - s.max(1, keepdims=True))
     return p / p.sum(1, keepdims=True)  # type: ignore[no-any-return]
 

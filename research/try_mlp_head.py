@@ -19,9 +19,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from judge.fitting.weights import pool_weights  # noqa: E402
-from judge.verdicts import LABELS  # noqa: E402
-from research.readers_transfer import PER_DOCUMENT, POOL, Pool, figures, load_pool  # noqa: E402
+from research.readers_transfer import POOL, Pool, figures, fit_inputs, load_pool  # noqa: E402
 
 
 def fit_predict_mlp(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarray,
@@ -29,13 +27,7 @@ def fit_predict_mlp(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarra
                     ) -> np.ndarray:
     """P(label) of the held claims from a one-hidden-layer head fitted on the rest (weighted
     cross-entropy over each claim's allowed labels, L2 on the weights, L-BFGS)."""
-    xr = x[rest]
-    mu, sd = xr.mean(0), xr.std(0)
-    sd = np.where(sd > 1e-8, sd, 1.0)
-    xs, xh = (xr - mu) / sd, (x[held] - mu) / sd
-    w = pool_weights([str(d) for d in pool.datasets[rest]], [pool.classes[i] for i in rest],
-                     [LABELS[pool.y[i]] for i in rest], [pool.groups[i] for i in rest],
-                     weighting, PER_DOCUMENT)
+    xs, xh, w = fit_inputs(pool, x, rest, held, weighting)
     w = w / w.sum()
     allowed = pool.allowed[rest].astype(float)
     n, d = xs.shape
