@@ -223,6 +223,17 @@ def bench_tokens(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any]) -> 
     figures["tokens"] = {"runs": rows, "rerun_calls": again["made"], "targets": targets}
 
 
+def concurrencies(text: str) -> tuple[int, ...]:
+    """``--levels``: comma-separated positive concurrencies, refused by argparse otherwise."""
+    try:
+        levels = tuple(int(n) for n in text.split(",") if n.strip())
+    except ValueError:
+        levels = ()
+    if not levels or min(levels) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated positive integers")
+    return levels
+
+
 def bench_throughput(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
                      levels: tuple[int, ...] = (1, 8, 32), copies: int = 10) -> None:
     path = write_jsonl(peer_records(peer, copies), tmp, "throughput.jsonl")
@@ -531,7 +542,7 @@ def main() -> None:
     parser.add_argument("--end-to-end", action="store_true",
                         help="also judge answers end to end, split included, on the embedded "
                              "model (bench/end_to_end.py; slow)")
-    parser.add_argument("--levels", default="1,8,32",
+    parser.add_argument("--levels", default=(1, 8, 32), type=concurrencies,
                         help="the throughput section's concurrencies (comma-separated; "
                              "one_call at the first and the last)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
@@ -570,8 +581,7 @@ def main() -> None:
                     bench_gold(mock, tmp, figures)
                     continue
                 if section == "throughput":
-                    levels = tuple(int(n) for n in args.levels.split(",") if n)
-                    bench_throughput(mock, peer, tmp, figures, levels)
+                    bench_throughput(mock, peer, tmp, figures, args.levels)
                     continue
                 {"tokens": bench_tokens, "peers": bench_peers, "scale": bench_scale,
                  "ray": bench_ray, "batches": bench_batches}[section](mock, peer, tmp, figures)
