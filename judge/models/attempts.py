@@ -148,17 +148,21 @@ class Attempts:
         self.responses: list[Any] = []
         self.parse_errors: list[str] = []
         self._started = 0.0
+        self._started_at: str | None = None
 
     def start(self, *_: Any, **__: Any) -> None:
+        """The attempt leaves now: its wall-clock start and the clock its latency runs on."""
         self._started = time.perf_counter()
+        self._started_at = now()
 
     def _add(self, status: str, http_status: int | None, error: str | None) -> None:
         self.rows.append({
             "call_id": self.call_id, "attempt": len(self.rows) + 1, "run_id": self.run_id,
-            "started_at": now(), "status": status, "http_status": http_status,
+            "started_at": self._started_at or now(), "status": status, "http_status": http_status,
             "latency_ms": round((time.perf_counter() - self._started) * 1000, 1),
             "error": error,
         })
+        self._started_at = None  # a next attempt without a start hook is stamped as it ends
 
     async def send(self, request: Callable[[], Awaitable[Any]]) -> Any:
         """One HTTP attempt: ``request()``, with its start, its response or its error

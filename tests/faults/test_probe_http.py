@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,19 @@ def test_an_outage_stops_the_run_and_nothing_is_judged_supported(
     with pytest.raises(RunStopped):
         judge_file(path, config=cfg, db=store)
     assert not any(r["label"] == "supported" for r in store.verdict_rows())
+
+
+def test_an_attempt_is_stamped_when_it_leaves_not_when_its_answer_arrives(
+    tmp_path: Path, store: Store, server: OpenAIServer
+) -> None:
+    server.latency_s = 0.5
+    before = datetime.now(UTC)
+    judge(tmp_path, store, config(tmp_path, server), [GOOD])
+    after = datetime.now(UTC)
+    (attempt,) = store.db.query("select started_at, latency_ms from call_attempts")
+    started = datetime.fromisoformat(attempt["started_at"])
+    assert attempt["latency_ms"] >= 500
+    # it left after the run began, and its answer (0.5 s later) came before the run ended;
+    # stamped at the answer, started + latency would fall past the run's end
+    assert before - timedelta(milliseconds=2) <= started
+    assert started + timedelta(milliseconds=attempt["latency_ms"] - 5) <= after
