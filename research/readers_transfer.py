@@ -244,6 +244,24 @@ def evaluate(pool: Pool, readers: str, weighting: str, lam: float) -> dict[str, 
             "lodo": lodo, "folds": folds, "summary": summary(lodo, folds)}
 
 
+def read_head(pool: Pool, path: Path, texts: dict[str, str]) -> dict[str, Any]:
+    """A fitted head file (e.g. a packaged head, fitted on other claims) read on each dataset
+    of the pool, with the figures of the leave-one-dataset-out: on a dataset the head was not
+    fitted on, they compare with that dataset's out-of-dataset figures. ``texts``: each id's
+    claim, by which a head with a language offset knows what it reads (the pool is English)."""
+    from judge.decide.probe_head import from_dict
+
+    head = from_dict(json.loads(path.read_text(encoding="utf-8")))
+    probs = head.probabilities(pool.x("last"), [texts.get(i, "") for i in pool.ids])
+    names = sorted(set(pool.datasets.tolist()))
+    return {ds: figures(pool, np.flatnonzero(pool.datasets == ds),
+                        probs[pool.datasets == ds]) for ds in names}
+
+
+def claim_texts(gold: list[Path]) -> dict[str, str]:
+    return {e.item.id: e.item.claim for path in gold for e in read_gold(path).entries}
+
+
 def summary(lodo: dict[str, Any], folds: dict[str, Any]) -> dict[str, float]:
     def mean(block: dict[str, Any], key: str) -> float:
         vals = [v[key][0] for v in block.values() if key in v and np.isfinite(v[key][0])]
@@ -279,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first", type=int, nargs="+", default=None, metavar="N",
                         help="the learning curve: each candidate on the first N claims "
                              "collected (a random sample of the pool), for each N")
+    parser.add_argument("--head", type=Path, nargs="+", default=[],
+                        help="also read these fitted head files (reader last) on every "
+                             "dataset of the pool, e.g. a packaged head fitted on other claims")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     for path in args.gold:
@@ -298,6 +319,14 @@ def main(argv: list[str] | None = None) -> int:
                         result = {"n": len(part.ids), **evaluate(part, readers, weighting, lam)}
                         results.append(result)
                         print(f"n={len(part.ids):<5} " + line(result), flush=True)
+    heads: dict[str, Any] = {}
+    if args.head:
+        texts = claim_texts(args.gold)
+        for path in args.head:
+            heads[path.stem] = read_head(pool, path, texts)
+            per = " ".join(f"{ds[:8]}={v['binary_ba'][0]:.2f}/{v['auc'][0]:.2f}"
+                           for ds, v in heads[path.stem].items())
+            print(f"head {path.stem}: {per}", flush=True)
     largest = max(r["n"] for r in results)  # chosen on the largest pool measured
     best = max((r for r in results if r["n"] == largest),
                key=lambda r: (r["summary"]["lodo_binary_ba"],
@@ -311,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "n": len(pool.ids), "per_dataset": dict(Counter(pool.datasets.tolist())),
             "ids_sha256": hashlib.sha256("\n".join(sorted(pool.ids)).encode()).hexdigest(),
-            "results": results, "chosen": {k: best[k] for k in ("readers", "weighting", "l2")}}
+            "results": results, "heads": heads,
+            "chosen": {k: best[k] for k in ("readers", "weighting", "l2")}}
         args.output.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
 

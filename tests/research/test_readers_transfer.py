@@ -3,10 +3,13 @@ dataset with a head that never saw it, and the learning curve's pools are prefix
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from judge.decide.probe_head import ProbeHead
 from judge.verdicts import LABELS
-from research.readers_transfer import Pool, evaluate, label_sets
+from research.readers_transfer import Pool, evaluate, label_sets, read_head
 
 
 def synthetic(n_per: int = 60, seed: int = 0, leak: str | None = None) -> Pool:
@@ -52,3 +55,17 @@ def test_the_learning_curve_pools_are_prefixes() -> None:
     assert np.array_equal(part.x("last"), pool.x("last")[:50])
     assert np.array_equal(part.allowed, pool.allowed[:50])
     assert list(part.datasets) == list(pool.datasets[:50])
+
+
+def test_a_fitted_head_is_read_on_each_dataset_as_it_was_fitted(tmp_path: Path) -> None:
+    coef = np.zeros((len(LABELS), 8))
+    coef[LABELS.index("supported"), 0] = 3.0
+    coef[LABELS.index("contradicted"), 0] = -3.0
+    path = tmp_path / "head.json"
+    path.write_text(ProbeHead(tuple(LABELS), np.zeros(8), np.ones(8), coef,
+                              np.zeros(len(LABELS)), {}).dumps(), encoding="utf-8")
+    read = read_head(synthetic(leak="c"), path, {})
+    # the head reads coordinate 0: a and b carry their label there, c does not
+    assert read["a"]["binary_ba"][0] > 0.85 and read["b"]["binary_ba"][0] > 0.85
+    assert read["c"]["binary_ba"][0] < 0.7
+    assert read["a"]["n"] == 60
