@@ -336,7 +336,10 @@ def eval_gold(
 ) -> CalibrationResult:
     """Judge the claims of a gold file (each as a given claim with its sources; resumable,
     stored calls reused), then calibrate that judge version against the gold labels. The
-    result carries the run summary and what the judging cost."""
+    result carries the run summary and what the judging cost. A gold item that is valid gold
+    but no valid answer record (a text holding a NUL, which the gold reader keeps with a
+    warning) is not judged: the summary's ``rejected_lines`` says why, the report counts it
+    among the items not judged, and the rest is judged and calibrated."""
     gold_file = _gold(gold)
     entries = gold_file.entries[:limit] if limit else gold_file.entries
     conv = gold_to_records(entries)
@@ -349,7 +352,7 @@ def eval_gold(
         # the run is named for what it is (Datasette and `judge runs` show the name)
         batch = replace(batch, name=f"eval-gold {gold_file.path}")
         results = _judge(batch, "record", config, store,
-                         ResolvedOptions("raise", concurrency, progress), "eval")
+                         ResolvedOptions("skip", concurrency, progress), "eval")
         summary = results.summary
         index = StoreIndex(store, [summary.judge_version])
         outcome: CalibrationOutcome = calibrate_outcome(

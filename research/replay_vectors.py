@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         result = eval_gold(replace(read, entries=entries), config=config, db=args.db)
         version = result.summary.judge_version
+        for rejected in result.summary.rejected_lines:  # e.g. a gold text holding a NUL
+            print(f"{gold.name}: record {rejected['line']} not judged: {rejected['error']}",
+                  flush=True)
         print(f"{gold.name}: {result.summary.as_dict().get('claims')} claims; "
               f"{seen['found']} vectors served, {seen['missing']} not collected", flush=True)
     print(f"judge version {version}")

@@ -391,8 +391,9 @@ def parse_gold_line(raw: bytes, line: int) -> tuple[GoldItem | None, list[GoldPr
     ]
     if "\\u0000" in text.lower():  # raw NUL is refused by loads; a label on such text is kept
         problems.append(GoldProblem(
-            line, "warning", "a text holds a NUL character (U+0000, written \\u0000): kept as "
-            "given, but NUL is not text; remove it from the file", item_id))
+            line, "warning", "a text holds a NUL character (U+0000, written \\u0000): the "
+            "person's label is kept, but NUL is not text, so no judge reads it (eval-gold "
+            "reports it not judged); remove it from the file", item_id))
     try:
         item = GoldItem.model_validate(data)
     except ValidationError as exc:

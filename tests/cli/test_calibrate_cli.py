@@ -374,6 +374,24 @@ def test_eval_gold_rejects_invalid_gold_before_judging(
     assert result.exit_code == 1 and "no sources" in result.output
 
 
+def test_eval_gold_judges_the_rest_when_a_gold_text_cannot_be_an_answer_record(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """A NUL written \\u0000 in a gold text: the gold reader keeps the person's label with a
+    warning, the answer record refuses the text; the item is reported and not judged, the
+    others are judged and calibrated (before, the whole evaluation stopped)."""
+    items = eval_gold_items()[:3]
+    items[1]["claim"] = items[1]["claim"].replace(" ", " \u0000", 1)
+    gold = write_jsonl(tmp_path / "gold.jsonl", items)
+    result = invoke("eval-gold", str(gold), "--db", str(tmp_path / "e.db"), "--model",
+                    FAKE_MODEL, "--output-json", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert "rejected" in result.output and "NUL" in result.output
+    data = strict_json((tmp_path / "r.json").read_text())
+    assert data["n"] == 2 and len(fake_llm.calls) == 2
+    assert any("1 gold item(s) have no verdict" in n for n in data["notes"])
+
+
 def test_gold_check_command(tmp_path: Path) -> None:
     good = write_jsonl(tmp_path / "good.jsonl", base_gold())
     bad = write_jsonl(tmp_path / "bad.jsonl", [base_gold()[0],
