@@ -41,6 +41,7 @@ FILES = {
     "research/configs/probe_v5_fast_atomic2.toml": f"{QWEN}@6e342490b805",
     "research/configs/probe_v5_sentences.toml": f"{QWEN}@961afdd0c736",
     "research/configs/probe_v6.toml": f"{QWEN}@7d4226c6bd2b",
+    "research/configs/probe_v7.toml": f"{QWEN}@c479fbff30a3",
     "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
     "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
     "research/configs/scores_v1_abstention.toml": f"{QWEN}@a938768a2d7b",
