@@ -334,12 +334,9 @@ def eval_gold(
     limit: int | None = None,
     progress: Progress | None = None,
 ) -> CalibrationResult:
-    """Judge the claims of a gold file (each as a given claim with its sources; resumable,
-    stored calls reused), then calibrate that judge version against the gold labels. The
-    result carries the run summary and what the judging cost. A gold item that is valid gold
-    but no valid answer record (a text holding a NUL, which the gold reader keeps with a
-    warning) is not judged: the summary's ``rejected_lines`` says why, the report counts it
-    among the items not judged, and the rest is judged and calibrated."""
+    """Judge the claims of a gold file (as given claims with their sources; resumable, stored
+    calls reused), then calibrate that judge version against the gold labels. An item no answer
+    record accepts (a NUL the gold reader keeps) is skipped, said in ``rejected_lines``."""
     gold_file = _gold(gold)
     entries = gold_file.entries[:limit] if limit else gold_file.entries
     conv = gold_to_records(entries)

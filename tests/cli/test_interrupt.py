@@ -3,7 +3,9 @@ awaited`` warning, and the same command then finishes the batch without judging 
 the interrupted run stored.
 
 The run goes through litellm to a real OpenAI-compatible server on 127.0.0.1 at ``-j 16`` with
-no latency, so calls are being built on the executor's threads all the time: a SIGINT then
+0.1 s a call (so a whole run takes seconds and the SIGINT lands mid-way even when the client
+is fast: with no latency a run could end between two polls), and 16 calls in flight, so calls
+are being built on the executor's threads all the time: a SIGINT then
 often cancels a call whose request coroutine was just built (before judge.runs.loop closed
 those, about every second interrupt printed the warning, so the run is interrupted three
 times; tests/runs/test_loop.py checks the mechanism deterministically)."""
@@ -43,6 +45,7 @@ def test_ctrl_c_exits_130_cleanly_and_the_run_resumes(tmp_path: Path) -> None:
     db = tmp_path / "judge.db"
     kept = 0
     with OpenAIServer() as server:
+        server.latency_s = 0.1
         config = write_config(tmp_path / "judge.toml", server.base_url, timeout_s=30.0,
                               concurrency=16)
         run = judge_cmd("run", str(path), "--db", str(db), "-c", str(config), "--json")
