@@ -237,8 +237,7 @@ def evaluate(pool: Pool, readers: str, weighting: str, lam: float) -> dict[str, 
     for f in range(10):
         held, rest = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
         probs[held] = fit_predict(pool, x, rest, held, lam, weighting)
-    folds = {ds: figures(pool, np.flatnonzero(pool.datasets == ds),
-                         probs[pool.datasets == ds]) for ds in names}
+    folds = per_dataset(pool, probs)
     return {"readers": readers, "weighting": weighting, "l2": lam, "dim": int(x.shape[1]),
             "seconds": round(time.perf_counter() - started, 1),
             "lodo": lodo, "folds": folds, "summary": summary(lodo, folds)}
@@ -252,10 +251,14 @@ def read_head(pool: Pool, path: Path, texts: dict[str, str]) -> dict[str, Any]:
     from judge.decide.probe_head import from_dict
 
     head = from_dict(json.loads(path.read_text(encoding="utf-8")))
-    probs = head.probabilities(pool.x("last"), [texts.get(i, "") for i in pool.ids])
-    names = sorted(set(pool.datasets.tolist()))
-    return {ds: figures(pool, np.flatnonzero(pool.datasets == ds),
-                        probs[pool.datasets == ds]) for ds in names}
+    return per_dataset(pool, head.probabilities(pool.x("last"),
+                                                [texts.get(i, "") for i in pool.ids]))
+
+
+def per_dataset(pool: Pool, probs: np.ndarray) -> dict[str, Any]:
+    """The figures of each dataset of the pool given every claim's probabilities."""
+    return {ds: figures(pool, np.flatnonzero(pool.datasets == ds), probs[pool.datasets == ds])
+            for ds in sorted(set(pool.datasets.tolist()))}
 
 
 def claim_texts(gold: list[Path]) -> dict[str, str]:
