@@ -8,7 +8,13 @@ is fast: with no latency a run could end between two polls), and 16 calls in fli
 are being built on the executor's threads all the time: a SIGINT then
 often cancels a call whose request coroutine was just built (before judge.runs.loop closed
 those, about every second interrupt printed the warning, so the run is interrupted three
-times; tests/runs/test_loop.py checks the mechanism deterministically)."""
+times; tests/runs/test_loop.py checks the mechanism deterministically).
+
+The child starts with SIGINT handled whatever this process inherited: a shell without job
+control starts background commands (``make test > log &``) with SIGINT ignored, a child inherits
+that through exec and runs to the end (exit 0: seen in every backgrounded ``make test``, never
+in the foreground or CI), which is right for ``judge run`` and says nothing about Ctrl-C. While
+this process catches SIGINT, exec gives the child the default action and Python its handler."""
 
 from __future__ import annotations
 
@@ -17,7 +23,10 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.faults.harness import env, judge_cmd, write_config, write_records
 from tests.support.openai_server import OpenAIServer
@@ -38,6 +47,16 @@ def _stored_answers(db: Path) -> int:
         return 0
 
 
+@pytest.fixture
+def sigint_caught() -> Iterator[None]:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("sigint_caught")
 def test_ctrl_c_exits_130_cleanly_and_the_run_resumes(tmp_path: Path) -> None:
     records = [{"id": f"a{i:03d}", "answer": f"401 means unauthenticated [S1]. Item {i} is "
                 "listed [S1].", "sources": [SOURCE]} for i in range(ANSWERS)]
