@@ -272,14 +272,26 @@ def bench_scale(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
     figures["scale"] = out
 
 
+def takes_option(name: str) -> bool:
+    """Whether this code's ``judge_file`` takes the option ``name`` (a bench may run on an older
+    commit): as a parameter, or, since the options became one TypedDict, as one of its keys."""
+    import inspect
+
+    if name in inspect.signature(judge_file).parameters:
+        return True
+    try:
+        from judge.runs.options import JudgeOptions
+    except ImportError:
+        return False
+    return name in JudgeOptions.__annotations__
+
+
 def bench_ray(mock: Mock, peer: Path, tmp: Path, figures: dict[str, Any],
               copies: int = 10) -> None:
     """The Ray executor with 1 and 2 workers, 32 answers in flight in all (32 / workers each),
     on a local Ray instance of 2 CPUs. The workers' start (a process each, importing the
     package) is timed apart, with a one-answer run, and left out of the rate."""
-    import inspect
-
-    if "executor" not in inspect.signature(judge_file).parameters:
+    if not takes_option("executor"):
         print("\n== ray: this code has no Ray executor ==")
         return
     import ray
