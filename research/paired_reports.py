@@ -1,0 +1,84 @@
+"""Two judges' reports on the same gold, compared item by item: the difference in balanced
+accuracy (B minus A) with a paired bootstrap interval, resampling whole source documents
+(an OCNLI premise, a dialogue) so that items sharing a source stay together.
+
+    python research/paired_reports.py A.json B.json --gold GOLD.jsonl [--draws 2000]
+
+``A.json`` and ``B.json`` are ``judge eval-gold --output-json`` reports of the same gold file
+(each lists its ``misjudged`` items; every other matched item was judged right). 0 model calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _wrong(report: dict[str, Any]) -> set[str]:
+    return {str(m["gold_id"]) for m in report["misjudged"]}
+
+
+def balanced(correct: np.ndarray, labels: np.ndarray) -> float:
+    """Mean over the gold labels present of the share judged right."""
+    return float(np.mean([correct[labels == k].mean() for k in np.unique(labels)]))
+
+
+def compare(a: dict[str, Any], b: dict[str, Any], gold: Sequence[dict[str, Any]],
+            draws: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Balanced accuracy of A and B on ``gold`` and B minus A with a 95% interval."""
+    ids = [str(g["id"]) for g in gold]
+    names = sorted({str(g["label"]) for g in gold})
+    labels = np.array([names.index(str(g["label"])) for g in gold])
+    sources = [str(g["sources"][0]["id"]) if g.get("sources") else str(g["id"]) for g in gold]
+    right_a = np.array([i not in _wrong(a) for i in ids])
+    right_b = np.array([i not in _wrong(b) for i in ids])
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, source in enumerate(sources):
+        groups[source].append(index)
+    members = list(groups.values())
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(draws):
+        rows = np.concatenate([members[j] for j in rng.integers(0, len(members), len(members))])
+        diffs.append(balanced(right_b[rows], labels[rows]) - balanced(right_a[rows], labels[rows]))
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    every = np.arange(len(ids))
+    ba_a, ba_b = balanced(right_a[every], labels), balanced(right_b[every], labels)
+    return {"a": a.get("judge_version"), "b": b.get("judge_version"), "n": len(ids),
+            "sources": len(members), "balanced_accuracy_a": round(ba_a, 4),
+            "balanced_accuracy_b": round(ba_b, 4),
+            "difference": [round(ba_b - ba_a, 4), round(float(low), 4), round(float(high), 4)]}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("a", type=Path, help="report of judge A (judge eval-gold --output-json)")
+    parser.add_argument("b", type=Path, help="report of judge B, on the same gold")
+    parser.add_argument("--gold", type=Path, required=True, help="the gold JSONL both read")
+    parser.add_argument("--draws", type=int, default=2000)
+    args = parser.parse_args(argv)
+    gold = [json.loads(line) for line in args.gold.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    reports = [json.loads(p.read_text(encoding="utf-8")) for p in (args.a, args.b)]
+    for path, report in zip((args.a, args.b), reports, strict=True):
+        if report.get("n") != len(gold):
+            print(f"error: {path} judged {report.get('n')} items, the gold holds {len(gold)}",
+                  file=sys.stderr)
+            return 1
+    out = compare(*reports, gold, draws=args.draws)
+    d = out["difference"]
+    print(f"{out['n']} items, {out['sources']} sources: A {out['balanced_accuracy_a']:.1%}, "
+          f"B {out['balanced_accuracy_b']:.1%}; B - A {d[0] * 100:+.1f} points "
+          f"({d[1] * 100:+.1f} to {d[2] * 100:+.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
