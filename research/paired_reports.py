@@ -13,21 +13,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-def _wrong(report: dict[str, Any]) -> set[str]:
-    return {str(m["gold_id"]) for m in report["misjudged"]}
+from judge.fitting.logistic import balanced_accuracy  # noqa: E402
+from research.readers_transfer import group_bootstrap  # noqa: E402
 
 
-def balanced(correct: np.ndarray, labels: np.ndarray) -> float:
-    """Mean over the gold labels present of the share judged right."""
-    return float(np.mean([correct[labels == k].mean() for k in np.unique(labels)]))
+def _right(report: dict[str, Any], ids: list[str]) -> np.ndarray:
+    """Whether each item was judged right: it is not among the report's misjudged."""
+    wrong = {str(m["gold_id"]) for m in report["misjudged"]}
+    return np.array([i not in wrong for i in ids])
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], gold: Sequence[dict[str, Any]],
@@ -37,24 +38,21 @@ def compare(a: dict[str, Any], b: dict[str, Any], gold: Sequence[dict[str, Any]]
     names = sorted({str(g["label"]) for g in gold})
     labels = np.array([names.index(str(g["label"])) for g in gold])
     sources = [str(g["sources"][0]["id"]) if g.get("sources") else str(g["id"]) for g in gold]
-    right_a = np.array([i not in _wrong(a) for i in ids])
-    right_b = np.array([i not in _wrong(b) for i in ids])
-    groups: dict[str, list[int]] = defaultdict(list)
-    for index, source in enumerate(sources):
-        groups[source].append(index)
-    members = list(groups.values())
-    rng = np.random.default_rng(seed)
-    diffs = []
-    for _ in range(draws):
-        rows = np.concatenate([members[j] for j in rng.integers(0, len(members), len(members))])
-        diffs.append(balanced(right_b[rows], labels[rows]) - balanced(right_a[rows], labels[rows]))
-    low, high = np.percentile(diffs, [2.5, 97.5])
-    every = np.arange(len(ids))
-    ba_a, ba_b = balanced(right_a[every], labels), balanced(right_b[every], labels)
+    # each judge's prediction as far as balanced accuracy needs it: the gold label where it
+    # was right, no label (-1) where it was not
+    pred_a = np.where(_right(a, ids), labels, -1)
+    pred_b = np.where(_right(b, ids), labels, -1)
+
+    def difference(rows: np.ndarray) -> float:
+        return (balanced_accuracy(pred_b[rows], labels[rows])
+                - balanced_accuracy(pred_a[rows], labels[rows]))
+
+    low, high = group_bootstrap(difference, sources, draws=draws, seed=seed)
+    ba_a, ba_b = balanced_accuracy(pred_a, labels), balanced_accuracy(pred_b, labels)
     return {"a": a.get("judge_version"), "b": b.get("judge_version"), "n": len(ids),
-            "sources": len(members), "balanced_accuracy_a": round(ba_a, 4),
+            "sources": len(set(sources)), "balanced_accuracy_a": round(ba_a, 4),
             "balanced_accuracy_b": round(ba_b, 4),
-            "difference": [round(ba_b - ba_a, 4), round(float(low), 4), round(float(high), 4)]}
+            "difference": [round(ba_b - ba_a, 4), round(low, 4), round(high, 4)]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

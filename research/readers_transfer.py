@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO))
 from calibration.stats import roc_auc  # noqa: E402
 from judge.evaluation.gold import read_gold  # noqa: E402
 from judge.fitting.items import group_of  # noqa: E402
-from judge.fitting.logistic import fit_standardised  # noqa: E402
+from judge.fitting.logistic import balanced_accuracy, fit_standardised  # noqa: E402
 from judge.fitting.split import bucket  # noqa: E402
 from judge.fitting.weights import pool_weights  # noqa: E402
 from judge.models.readers import parse_readers  # noqa: E402
@@ -166,11 +166,6 @@ def fit_predict(pool: Pool, x: np.ndarray, rest: np.ndarray, held: np.ndarray, l
     return p / p.sum(1, keepdims=True)  # type: ignore[no-any-return]
 
 
-def balanced(pred: np.ndarray, truth: np.ndarray) -> float:
-    kinds = sorted(set(truth.tolist()))
-    return float(np.mean([(pred[truth == k] == k).mean() for k in kinds]))
-
-
 def group_bootstrap(values: Any, groups: list[str], draws: int = 200, seed: int = 0
                     ) -> tuple[float, float]:
     """95% interval of ``values(rows)`` over a bootstrap of whole groups."""
@@ -200,10 +195,10 @@ def figures(pool: Pool, rows: np.ndarray, probs: np.ndarray) -> dict[str, Any]:
     groups = [pool.groups[i] for i in rows]
 
     def binary(r: np.ndarray) -> float:
-        s, t = said_supported[r], supported[r]
+        t = supported[r]
         if t.all() or not t.any():
             return float("nan")
-        return float((s[t].mean() + (~s[~t]).mean()) / 2)
+        return balanced_accuracy(said_supported[r], t)
 
     out: dict[str, Any] = {"n": int(len(rows))}
     every = np.arange(len(rows))
@@ -214,7 +209,8 @@ def figures(pool: Pool, rows: np.ndarray, probs: np.ndarray) -> dict[str, Any]:
     dataset = str(pool.datasets[rows[0]])
     if dataset not in BINARY_ONLY and len(set(y.tolist())) >= 3:
         def four(r: np.ndarray) -> float:
-            return balanced(pred[r], y[r]) if len(set(y[r].tolist())) >= 2 else float("nan")
+            return (balanced_accuracy(pred[r], y[r]) if len(set(y[r].tolist())) >= 2
+                    else float("nan"))
         out["four_ba"] = [round(four(every), 4), *map(lambda v: round(v, 4),
                                                      group_bootstrap(four, groups))]
         if (y == LABELS.index("contradicted")).any():

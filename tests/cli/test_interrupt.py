@@ -3,9 +3,8 @@ awaited`` warning, and the same command then finishes the batch without judging 
 the interrupted run stored.
 
 The run goes through litellm to a real OpenAI-compatible server on 127.0.0.1 at ``-j 16`` with
-0.1 s a call (so a whole run takes seconds and the SIGINT lands mid-way even when the client
-is fast: with no latency a run could end between two polls), and 16 calls in flight, so calls
-are being built on the executor's threads all the time: a SIGINT then
+0.1 s a call (a whole run takes seconds, so each SIGINT lands mid-way) and 16 calls in
+flight, so calls are being built on the executor's threads all the time: a SIGINT then
 often cancels a call whose request coroutine was just built (before judge.runs.loop closed
 those, about every second interrupt printed the warning, so the run is interrupted three
 times; tests/runs/test_loop.py checks the mechanism deterministically).
