@@ -8,6 +8,11 @@ part, and a Traditional-script copy of each draw made with OpenCC (``s2twp``).
   from the *check* part (Simplified as upstream; Traditional: dataset ``ocnli_tw``).
 * ``research/ocnli_tuning.jsonl`` / ``research/ocnli_tuning.zh-tw.jsonl``: the same draw from
   the *tuning* part, for choosing how the judge reads Chinese.
+* ``gold/ocnli_confirm.jsonl`` / ``gold/ocnli_confirm.zh-tw.jsonl``: a second draw from the
+  *check* part (issue 49, session 6), made after the check draw had been read, to confirm the
+  rule for a head per language stated beforehand in research/README.md: every pair of the
+  check part outside the check draw whose premise is in neither earlier draw, label-balanced
+  (as many per label as the rarest label has, ``CONFIRM_SEED``).
 * ``gold/ocnli.manifest.json``: the split rule, the seeds, the counts, OpenCC's version.
 
 The split is the external sets' rule (:func:`research.make_subset.part_of`, 50% check by a
@@ -44,6 +49,7 @@ from make_subset import (  # noqa: E402
 
 SOURCE = ROOT.parent / "gold" / "external" / "ocnli.dev.jsonl"
 SEED = 20261203
+CONFIRM_SEED = 20261206
 PER_LABEL = 100
 LABELS = ("supported", "contradicted", "not_in_source")
 OPENCC_CONFIG = "s2twp"
@@ -84,6 +90,21 @@ def draw(items: list[dict[str, Any]], part: str, seed: int) -> list[dict[str, An
     return [i for i in items if i["id"] in chosen]
 
 
+def confirm_draw(items: list[dict[str, Any]], check: list[dict[str, Any]],
+                 seed: int) -> list[dict[str, Any]]:
+    """The confirming draw: check-part pairs whose premise the check draw does not hold,
+    the same number per label (the rarest label's count), seeded, in file order."""
+    taken = {group_of(i["id"]) for i in check}
+    rest = [i for i in items if part_of("ocnli", group_of(i["id"])) == "check"
+            and group_of(i["id"]) not in taken]
+    per_label = min(sum(i["label"] == label for i in rest) for label in LABELS)
+    rng = random.Random(f"{seed}:confirm")
+    chosen: set[str] = set()
+    for label in LABELS:
+        chosen.update(rng.sample([i["id"] for i in rest if i["label"] == label], per_label))
+    return [i for i in items if i["id"] in chosen]
+
+
 def render() -> dict[Path, str]:
     items = read()
     cc, opencc_version = converter()
@@ -102,18 +123,27 @@ def render() -> dict[Path, str]:
     }
     targets = {"check": ROOT.parent / "gold" / "ocnli_check",
                "tuning": ROOT / "ocnli_tuning"}
-    for part, rows in parts.items():
-        chosen = draw(items, part, SEED)
-        manifest["parts"][part] = {
-            "pairs": len(rows), "premises": len({group_of(i["id"]) for i in rows}),
-            "labels": {label: sum(i["label"] == label for i in rows) for label in LABELS}}
+    draws = {part: draw(items, part, SEED) for part in parts}
+    draws["confirm"] = confirm_draw(items, draws["check"], CONFIRM_SEED)
+    manifest["confirm"] = {
+        "seed": CONFIRM_SEED, "part": "check",
+        "rule": "check-part pairs whose premise is not in the check draw, the rarest label's "
+                "count per label; made 2026-12-06, after the check draw was read",
+        "per_label": len(draws["confirm"]) // len(LABELS)}
+    targets["confirm"] = ROOT.parent / "gold" / "ocnli_confirm"
+    for part, chosen in draws.items():
+        rows = parts.get(part, [])
+        if rows:
+            manifest["parts"][part] = {
+                "pairs": len(rows), "premises": len({group_of(i["id"]) for i in rows}),
+                "labels": {label: sum(i["label"] == label for i in rows) for label in LABELS}}
         zh_tw = [traditional(i, cc) for i in chosen]
         base = targets[part]
         for path, rows_out in ((base.with_suffix(".jsonl"), chosen),
                                (base.with_suffix(".zh-tw.jsonl"), zh_tw)):
             out[path] = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in rows_out)
             manifest["files"][str(path.relative_to(ROOT.parent))] = {
-                "part": part, "items": len(rows_out),
+                "part": "check" if part == "confirm" else part, "items": len(rows_out),
                 "labels": {label: sum(i["label"] == label for i in rows_out)
                            for label in LABELS}}
     out[ROOT.parent / "gold" / "ocnli.manifest.json"] = json.dumps(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = {"check": ROOT / "gold" / "ocnli_check", "tuning": ROOT / "research" / "ocnli_tuning"}
+FILES = {"check": ROOT / "gold" / "ocnli_check", "tuning": ROOT / "research" / "ocnli_tuning",
+         "confirm": ROOT / "gold" / "ocnli_confirm"}
 
 
 def rows(path: Path) -> list[dict]:
@@ -29,10 +30,25 @@ def test_the_draws_are_what_the_script_writes() -> None:
 def test_no_premise_sits_on_both_sides_and_labels_are_balanced() -> None:
     groups = {part: {r["id"].split(":")[1] for r in rows(base.with_suffix(".jsonl"))}
               for part, base in FILES.items()}
-    assert groups["check"] and groups["tuning"] and not groups["check"] & groups["tuning"]
-    for base in FILES.values():
+    assert all(groups.values())
+    assert not groups["check"] & groups["tuning"]
+    # the confirming draw shares a premise with neither earlier draw
+    assert not groups["confirm"] & (groups["check"] | groups["tuning"])
+    for part, base in FILES.items():
         labels = [r["label"] for r in rows(base.with_suffix(".jsonl"))]
-        assert {labels.count(k) for k in ("supported", "contradicted", "not_in_source")} == {100}
+        counts = {labels.count(k) for k in ("supported", "contradicted", "not_in_source")}
+        assert len(counts) == 1 and (part == "confirm" or counts == {100})
+
+
+def test_the_confirming_draw_is_from_the_check_part() -> None:
+    sys.path.insert(0, str(ROOT / "research"))
+    from make_subset import part_of
+
+    confirm = rows(FILES["confirm"].with_suffix(".jsonl"))
+    check_ids = {r["id"] for r in rows(FILES["check"].with_suffix(".jsonl"))}
+    assert len(confirm) == 405  # the check part's rarest label outside the check draw: 135
+    assert all(part_of("ocnli", r["id"].split(":")[1]) == "check" for r in confirm)
+    assert not {r["id"] for r in confirm} & check_ids
 
 
 def test_the_traditional_copy_changes_the_script_only() -> None:
