@@ -16,6 +16,15 @@ probe reads as a language the head has an offset for (by the rule the head names
 standardisation. The offset is part of the file, so of its sha256 and of the judge version.
 A head without one is written and read exactly as before.
 
+A head may also hand the claims read as a language to a head of their own (``languages``,
+:class:`LanguageHeads`): a claim the probe reads as language ``L`` (by the rule the block
+names) is decided, refused and scored by the head for ``L``, every other claim by this one.
+Each head for a language reads the same vectors (its ``about`` names the same model, prompt,
+layer, reader and evidence budget; refused otherwise) and may not hold heads of its own. Such
+a head is written in format :data:`FORMAT_LANGUAGES`, which an older version refuses instead
+of deciding every claim with the outer head; all of it is in the file, so in its sha256 and
+in the judge version.
+
 A head also says how far the vectors it was fitted on reach (``range``, :class:`Reach`: the
 largest standardised component and the largest root mean square of any of them; written by
 ``judge fit`` and research/fit_probe.py), and :meth:`ProbeHead.refusal` refuses a vector far
@@ -31,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -47,6 +56,12 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "config" / "heads"
 BUILTIN_PREFIX = "builtin:"
 #: The head file format this code reads.
 FORMAT = "claim-judge/probe-head/v1"
+#: The format of a head that holds heads per language (:class:`LanguageHeads`); a head
+#: without them is written in :data:`FORMAT`, byte for byte as before.
+FORMAT_LANGUAGES = "claim-judge/probe-head/v2"
+#: What a head's ``about`` records of how its vectors were read: a head for a language must
+#: agree with its outer head on each (:func:`languages_from`).
+READ_KEYS = ("model", "gguf_sha256", "prompt", "excerpt_chars", "layers", "served", "reader")
 
 
 #: How many times farther than the fitted vectors reach (:class:`Reach`) a vector may read
@@ -145,6 +160,30 @@ class LanguageShift:
 
 
 @dataclass(frozen=True)
+class LanguageHeads:
+    """The heads that decide the claims read as a language (``heads[L]`` for a claim the
+    probe reads as ``L`` by ``rule``, an id of :data:`judge.language.LANGUAGE_RULES`)."""
+
+    rule: str
+    heads: dict[str, ProbeHead]
+
+    def language(self, text: str) -> str | None:
+        return LANGUAGE_RULES[self.rule](text)
+
+    def head_for(self, text: str | None) -> ProbeHead | None:
+        """The head for the language ``text`` reads as (None: the outer head decides)."""
+        if text is None:
+            raise ProbeHeadError("this head decides claims read as "
+                                 f"{', '.join(sorted(self.heads))} with heads of their own: "
+                                 "give the text the probe read (judge.decide.probe.probe_text)")
+        return self.heads.get(self.language(text) or "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule,
+                "heads": {k: h.as_dict() for k, h in sorted(self.heads.items())}}
+
+
+@dataclass(frozen=True)
 class ProbeHead:
     """``P(label | vector) = softmax(((vector' - mean) / scale) @ coef.T + intercept)``, where
     ``vector'`` is the vector minus the language offset of the text read (``shift``), if
@@ -159,6 +198,8 @@ class ProbeHead:
     shift: LanguageShift | None = field(default=None, compare=False)
     #: how far the vectors it was fitted on reach (None: not recorded, see :meth:`reach`)
     fitted_range: Reach | None = field(default=None, compare=False)
+    #: the heads that decide the claims read as a language (None: this head decides all)
+    languages: LanguageHeads | None = field(default=None, compare=False)
 
     @property
     def dim(self) -> int:
@@ -184,13 +225,40 @@ class ProbeHead:
         return z
 
     def logits(self, vectors: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
-        """The labels' logits of each vector; ``texts`` as for :meth:`standardised`."""
+        """The labels' logits of each vector; ``texts`` as for :meth:`standardised` (and
+        required by a head with heads per language: a row read as such a language gets that
+        head's logits)."""
+        if self.languages is not None:
+            return self._by_language(vectors, texts)
         if self.dim == 0:  # the uniform head (builtin:uniform) reads no number
             rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64)).shape[0]
             out: np.ndarray = np.tile(self.intercept, (rows, 1))
             return out
         logits: np.ndarray = self.standardised(vectors, texts) @ self.coef.T + self.intercept
         return logits
+
+    def _by_language(self, vectors: np.ndarray, texts: Sequence[str] | None) -> np.ndarray:
+        assert self.languages is not None
+        x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+        if texts is None or len(texts) != x.shape[0]:
+            raise ProbeHeadError(
+                f"this head decides claims read as {', '.join(sorted(self.languages.heads))} "
+                "with heads of their own: give the text the probe read for each vector "
+                "(judge.decide.probe.probe_text)")
+        outer = replace(self, languages=None)
+        picked = [self.languages.head_for(t) for t in texts]
+        out = np.empty((x.shape[0], len(self.labels)))
+        for head in {id(h): h for h in picked}.values():
+            rows = [i for i, h in enumerate(picked) if h is head]
+            out[rows] = (head or outer).logits(x[rows], [texts[i] for i in rows])
+        return out
+
+    def decider(self, text: str | None) -> ProbeHead:
+        """The head that decides a claim the probe read as ``text``: the one for its
+        language, else this one (as it would without heads per language)."""
+        if self.languages is None:
+            return self
+        return self.languages.head_for(text) or replace(self, languages=None)
 
     def reach(self) -> Reach | None:
         """How far the vectors the head was fitted on reach: as recorded (``range``); for a
@@ -214,8 +282,11 @@ class ProbeHead:
         """Why this head must not decide from ``vector`` (None: it may): all zeros or
         constant (:func:`judge.models.vectors.degenerate`), or farther out than
         :data:`REACH_MARGIN` times what the vectors it was fitted on reach (:meth:`reach`).
-        ``text``: what the probe read (a head with a language shift needs it). Raises
+        ``text``: what the probe read (a head with a language shift or heads per language
+        needs it; a claim read as such a language is refused by its head's reach). Raises
         ``ProbeHeadError`` for a vector of another length."""
+        if self.languages is not None:
+            return self.decider(text).refusal(vector, text)
         problem = degenerate(vector)
         reach = self.reach()
         if problem or reach is None:
@@ -244,7 +315,7 @@ class ProbeHead:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "format": FORMAT,
+            "format": FORMAT if self.languages is None else FORMAT_LANGUAGES,
             "labels": list(self.labels),
             "dim": self.dim,
             "about": self.about,
@@ -257,6 +328,8 @@ class ProbeHead:
             out["shift"] = self.shift.as_dict()
         if self.fitted_range is not None:
             out["range"] = self.fitted_range.as_dict()
+        if self.languages is not None:
+            out["languages"] = self.languages.as_dict()
         return out
 
     def dumps(self) -> str:
@@ -269,9 +342,14 @@ def _floats(values: np.ndarray) -> list[float]:
 
 
 def from_dict(data: dict[str, Any]) -> ProbeHead:
-    if data.get("format") != FORMAT:
-        raise ProbeHeadError(f"not a probe head file (format {data.get('format')!r}, "
-                             f"expected {FORMAT!r})")
+    fmt = data.get("format")
+    if fmt not in (FORMAT, FORMAT_LANGUAGES):
+        raise ProbeHeadError(f"not a probe head file (format {fmt!r}, expected {FORMAT!r} "
+                             f"or {FORMAT_LANGUAGES!r})")
+    if (fmt == FORMAT_LANGUAGES) != ("languages" in data):
+        raise ProbeHeadError(f"a head of format {fmt!r} "
+                             + ("needs" if fmt == FORMAT_LANGUAGES else "cannot hold")
+                             + " heads per language (a 'languages' block)")
     labels = tuple(data["labels"])
     if sorted(labels) != sorted(LABELS):
         raise ProbeHeadError(f"a head must score the four labels {LABELS}, not {labels}")
@@ -288,8 +366,42 @@ def from_dict(data: dict[str, Any]) -> ProbeHead:
         raise ProbeHeadError("head holds non-finite numbers or a non-positive scale")
     shift = shift_from(data["shift"], dim) if "shift" in data else None
     reach = reach_from(data["range"]) if "range" in data else None
-    return ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}), shift,
-                     reach)
+    head = ProbeHead(labels, mean, scale, coef, intercept, dict(data.get("about") or {}),
+                     shift, reach)
+    if "languages" in data:
+        head = replace(head, languages=languages_from(data["languages"], head))
+    return head
+
+
+def languages_from(data: Any, outer: ProbeHead) -> LanguageHeads:
+    """A head file's ``languages`` block, checked: a known rule, and per language a plain
+    head (none of its own per language) with the outer head's labels, in the same order,
+    reading the same vectors (:data:`READ_KEYS` of ``about`` equal, the same dimension)."""
+    if not isinstance(data, dict) or not isinstance(data.get("heads"), dict) \
+            or not data["heads"]:
+        raise ProbeHeadError("a head's languages block needs a rule and a head per language")
+    rule = str(data.get("rule"))
+    if rule not in LANGUAGE_RULES:
+        raise ProbeHeadError(f"the head's languages block names the language rule {rule!r}, "
+                             f"which this version does not know (known: "
+                             f"{', '.join(LANGUAGE_RULES)})")
+    heads = {}
+    for language, body in data["heads"].items():
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            raise ProbeHeadError(f"the head for language {language!r} must be a plain head "
+                                 f"(format {FORMAT!r}, no heads per language of its own)")
+        head = from_dict(body)
+        if head.labels != outer.labels or head.dim != outer.dim:
+            raise ProbeHeadError(f"the head for language {language!r} must score the labels "
+                                 "in its outer head's order, from vectors of as many numbers")
+        differ = [k for k in READ_KEYS if head.about.get(k) != outer.about.get(k)]
+        if differ:
+            raise ProbeHeadError(
+                f"the head for language {language!r} was fitted on vectors read otherwise "
+                f"than its outer head's ({', '.join(differ)} differ): both must read the "
+                "same vectors")
+        heads[str(language)] = head
+    return LanguageHeads(rule, heads)
 
 
 def shift_from(data: Any, dim: int) -> LanguageShift:

@@ -18,7 +18,7 @@ import numpy as np
 
 from judge.config import JudgeConfig
 from judge.config.score_model import ScoreModel
-from judge.decide.probe_head import LanguageShift, ProbeHead
+from judge.decide.probe_head import LanguageHeads, LanguageShift, ProbeHead
 from judge.fitting.evaluate import measure, summary, verdicts_for
 from judge.fitting.items import FitItem
 from judge.fitting.logistic import Fitted
@@ -57,10 +57,11 @@ def learning_curve(
     prior: ScoreModel | ProbeHead | None = None,
     read_with: dict[str, Any] | None = None,
     shift: LanguageShift | None = None,
+    languages: LanguageHeads | None = None,
 ) -> list[dict[str, Any]]:
     """One point per size: the mean holdout figures of rules fitted on that many claims.
     ``build`` turns a fitted rule into the judge config to measure; ``shift``: the language
-    offsets a fitted head keeps."""
+    offsets a fitted head keeps, ``languages`` its heads per language."""
     n_all = len(fit_items)
     points = sorted({s for s in sizes if s < n_all} | {n_all})
     out = []
@@ -69,7 +70,7 @@ def learning_curve(
         for index in range(draws if size < n_all else 1):
             chosen = draw(fit_items, size, index, seed) if size < n_all else list(fit_items)
             fitted = fit_items_rule(chosen, folds_of(chosen, seed=seed), names, queue_recall,
-                                    prior, read_with, shift)
+                                    prior, read_with, shift, languages)
             verdicts = verdicts_for(holdout, build(fitted), "curve")
             rows.append((len(chosen), summary(measure(holdout, verdicts, n_resamples)),
                          label_counts(chosen)))

@@ -28,7 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from judge.decide.options import TIE_ORDER
-from judge.decide.probe_head import LanguageShift, ProbeHead, Reach, canonical
+from judge.decide.probe_head import LanguageHeads, LanguageShift, ProbeHead, Reach, canonical
 from judge.fitting.logistic import (
     Fitted,
     balanced_accuracy,
@@ -127,12 +127,16 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
                    prior: ProbeHead | None = None, about: dict[str, Any] | None = None,
                    lambdas: Sequence[float] | None = None, shift: LanguageShift | None = None,
                    texts: Sequence[str] | None = None, weigh: Weigh | None = None,
-                   allowed: np.ndarray | None = None) -> Fitted:
+                   allowed: np.ndarray | None = None,
+                   languages: LanguageHeads | None = None) -> Fitted:
     """The whole fit, as :func:`judge.fitting.logistic.fit_rule` does it for the linear
     rule: the L2 strength by grouped cross-validation, the head on every item, the review
     threshold on the out-of-fold verdicts. ``shift``: the language offsets the head keeps,
     applied to ``x`` first (``texts``: what the probe read for each vector). ``weigh`` and
-    ``allowed``: a pool's weighting and the label sets people gave (:func:`fit_head`)."""
+    ``allowed``: a pool's weighting and the label sets people gave (:func:`fit_head`).
+    ``languages``: the heads per language the head keeps (those of the head deciding now),
+    attached unchanged: the fit and its out-of-fold figures are the outer head's, on every
+    item."""
     x = np.asarray(x, dtype=np.float64)
     if shift is not None:
         if texts is None:
@@ -146,7 +150,7 @@ def fit_probe_rule(x: np.ndarray, y: np.ndarray, fold: Sequence[int], queue_reca
     info = {**(about or {}), "l2": lam, "n": int(len(y)),
             "review_support_below": queue["review_support_below"],
             "shrunk_toward": (prior.about.get("name") if prior is not None else None)}
-    head = canonical(replace(head, about=info, shift=shift))[0]
+    head = canonical(replace(head, about=info, shift=shift, languages=languages))[0]
     return Fitted(head, lam, queue["review_support_below"], (f"h{head.dim}",), len(y), cv_loss,
                   cv_acc, queue, shrunk_toward_current=prior is not None,
                   lambdas=tuple(lambdas), out_of_fold=oof[lam])

@@ -30,7 +30,7 @@ from judge.fitting.evaluate import (
 from judge.fitting.items import FitData, FitItem, load_items
 from judge.fitting.logistic import Fitted
 from judge.fitting.operating import PointGold, unseen_scores
-from judge.fitting.rules import current_rule, fit_items_rule, kept_shift
+from judge.fitting.rules import current_rule, fit_items_rule, kept_languages, kept_shift
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
@@ -279,8 +279,10 @@ def fit_and_measure(
     prior = current_rule(data.config, domain) if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
     shift = kept_shift(data.config, domain)
+    languages = kept_languages(data.config, domain)
     folds = folds_of(fit_items, seed=seed)
-    fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift)
+    fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift,
+                            languages)
     candidate = candidate_config(data.config, fitted, domain)
     point_gold = None
     if isinstance(fitted.model, ProbeHead) and fitted.out_of_fold is not None:
@@ -309,7 +311,7 @@ def fit_and_measure(
         result.curve = learning_curve(
             fit_items, held, names, lambda f: candidate_config(data.config, f, domain),
             seed=seed, queue_recall=queue_recall, prior=prior,
-            read_with=origin, shift=shift)
+            read_with=origin, shift=shift, languages=languages)
     return result
 
 

@@ -27,12 +27,23 @@ A claim that the rule (:data:`judge.language.LANGUAGE_RULES`, on the claim and i
 what the probe reads) reads as a held language is scored with that strength (the mean
 strength of the gold the weights were fitted on) instead of its own: its flag score is then a
 monotone function of its support alone.
+
+A spec may also give the claims read as a language **weights of their own** (the points of a
+head with a head per language, :class:`judge.decide.probe_head.LanguageHeads`: a claim read
+as Chinese is scored as the Chinese head's point scores it)::
+
+    {"kind": "stacked-v1", "weights": {...}, "held_strength": {...},
+     "by_language": {"rule": "han-share-half/v1",
+                     "weights": {"zh": {"intercept": a2, "support_logit": b2, "strength": c2}}}}
+
+A claim read as such a language is scored with its language's weights (its strength held as
+above when the spec holds one for that language), every other claim with ``weights``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from judge.errors import JudgeError
@@ -61,6 +72,15 @@ class ScoreSpec:
     #: the language rule and the strength held per language it reads (module docstring)
     held_rule: str | None = None
     held: tuple[tuple[str, float], ...] = ()
+    #: the language rule and the weights (intercept, support_logit, strength) per language
+    #: it reads, for claims read as one of them (module docstring)
+    weights_rule: str | None = None
+    by_language: tuple[tuple[str, tuple[float, float, float]], ...] = ()
+
+    @property
+    def reads_language(self) -> bool:
+        """Whether a claim's score depends on the language its text reads as."""
+        return bool(self.held or self.by_language)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "weights": {
@@ -68,12 +88,22 @@ class ScoreSpec:
             "strength": self.strength}}
         if self.held:
             out["held_strength"] = {"rule": self.held_rule, "by_language": dict(self.held)}
+        if self.by_language:
+            out["by_language"] = {"rule": self.weights_rule, "weights": {
+                lang: dict(zip(WEIGHTS, w, strict=True)) for lang, w in self.by_language}}
         return out
 
     def holding(self, rule: str, by_language: dict[str, float]) -> ScoreSpec:
         """This spec with the strength held for the languages ``rule`` reads as given."""
-        return ScoreSpec(self.kind, self.intercept, self.support_logit, self.strength, rule,
-                         tuple(sorted((k, float(v)) for k, v in by_language.items())))
+        return replace(self, held_rule=rule,
+                       held=tuple(sorted((k, float(v)) for k, v in by_language.items())))
+
+    def weighing(self, rule: str, by_language: dict[str, tuple[float, float, float]]
+                 ) -> ScoreSpec:
+        """This spec with weights (intercept, support_logit, strength) of their own for the
+        claims ``rule`` reads as the languages given."""
+        return replace(self, weights_rule=rule, by_language=tuple(sorted(
+            (k, tuple(float(x) for x in w)) for k, w in by_language.items())))  # type: ignore[misc]
 
     def score(self, support: float, strength: float | None, text: str | None = None
               ) -> float:
@@ -82,20 +112,25 @@ class ScoreSpec:
         claim and its evidence, :func:`row_text`), needed when the spec holds a strength."""
         if strength is None or not math.isfinite(float(strength)):
             return -math.inf
+        if self.reads_language and text is None:
+            languages = sorted({k for k, _ in self.held} | {k for k, _ in self.by_language})
+            raise ScoreSpecError(f"this stacked score reads claims read in {languages} "
+                                 "otherwise: it needs the claim's text")
         if self.held:
-            if text is None:
-                raise ScoreSpecError("this stacked score holds the strength of claims read in "
-                                     f"{[k for k, _ in self.held]}: it needs the claim's text")
-            held = dict(self.held).get(LANGUAGE_RULES[str(self.held_rule)](text) or "")
+            held = dict(self.held).get(LANGUAGE_RULES[str(self.held_rule)](str(text)) or "")
             strength = held if held is not None else strength
-        z = (self.intercept + self.support_logit * logit(support)
-             + self.strength * float(strength))
-        return sigmoid(z)
+        a, b, c = self.intercept, self.support_logit, self.strength
+        if self.by_language:
+            own = dict(self.by_language).get(
+                LANGUAGE_RULES[str(self.weights_rule)](str(text)) or "")
+            a, b, c = own if own is not None else (a, b, c)
+        return sigmoid(a + b * logit(support) + c * float(strength))
 
     def score_row(self, support: float, row: dict[str, Any]) -> float:
         """:meth:`score` of a stored verdict row given its support: the row's strength, and
-        its text (:func:`row_text`) only when the spec holds a strength."""
-        return self.score(support, row.get("strength"), row_text(row) if self.held else None)
+        its text (:func:`row_text`) only when the score depends on the language read."""
+        return self.score(support, row.get("strength"),
+                          row_text(row) if self.reads_language else None)
 
     def describe(self) -> str:
         return (f"stacked score: sigmoid({self.intercept:.4g} + {self.support_logit:.4g} "
@@ -134,16 +169,28 @@ def parse_spec(raw: Any) -> ScoreSpec | None:
     spec = ScoreSpec(raw["kind"], float(weights["intercept"]), float(weights["support_logit"]),
                      float(weights["strength"]))
     held = raw.get("held_strength")
-    if held is None:
-        return spec
-    by_language = held.get("by_language") if isinstance(held, dict) else None
-    if (not isinstance(by_language, dict) or held.get("rule") not in LANGUAGE_RULES
-            or not all(isinstance(v, int | float) and math.isfinite(v)
-                       for v in by_language.values())):
-        raise ScoreSpecError(f"flag score spec {raw['kind']}: held_strength {held!r} needs a "
-                             f"known language rule {sorted(LANGUAGE_RULES)} and a finite "
-                             "strength per language")
-    return spec.holding(held["rule"], by_language)
+    if held is not None:
+        by_language = held.get("by_language") if isinstance(held, dict) else None
+        if (not isinstance(by_language, dict) or held.get("rule") not in LANGUAGE_RULES
+                or not all(isinstance(v, int | float) and math.isfinite(v)
+                           for v in by_language.values())):
+            raise ScoreSpecError(f"flag score spec {raw['kind']}: held_strength {held!r} needs "
+                                 f"a known language rule {sorted(LANGUAGE_RULES)} and a finite "
+                                 "strength per language")
+        spec = spec.holding(held["rule"], by_language)
+    own = raw.get("by_language")
+    if own is not None:
+        table = own.get("weights") if isinstance(own, dict) else None
+        if (not isinstance(table, dict) or not table or own.get("rule") not in LANGUAGE_RULES
+                or not all(isinstance(w, dict) and all(
+                    isinstance(w.get(k), int | float) and math.isfinite(w[k]) for k in WEIGHTS)
+                    for w in table.values())):
+            raise ScoreSpecError(f"flag score spec {raw['kind']}: by_language {own!r} needs a "
+                                 f"known language rule {sorted(LANGUAGE_RULES)} and, per "
+                                 f"language, the finite weights {list(WEIGHTS)}")
+        spec = spec.weighing(own["rule"], {k: tuple(float(w[x]) for x in WEIGHTS)  # type: ignore[misc]
+                                           for k, w in table.items()})
+    return spec
 
 
 def row_text(row: dict[str, Any]) -> str:
