@@ -101,8 +101,12 @@ def check_runtime(config: JudgeConfig, head: ProbeHead) -> None:
     otherwise than this config reads them (from another served model, or served against in
     process, or pooled or normalised otherwise: ``probe_endpoint``; another layer than
     ``probe_layers``; another ``probe_claim`` version when the head records one): their
-    vectors mean something else, even when they have as many numbers."""
+    vectors mean something else, even when they have as many numbers. A head with heads per
+    language is checked head by head."""
     from judge.models.embedded import ENV_GGUF, MODEL_SHA256
+
+    for own in head.languages.heads.values() if head.languages is not None else ():
+        check_runtime(config, own)
 
     name, reads = head.about.get("name", ""), read_with(config)
     fitted_served = head.about.get("served")

@@ -61,7 +61,10 @@ FORMAT = "claim-judge/probe-head/v1"
 FORMAT_LANGUAGES = "claim-judge/probe-head/v2"
 #: What a head's ``about`` records of how its vectors were read: a head for a language must
 #: agree with its outer head on each (:func:`languages_from`).
-READ_KEYS = ("model", "gguf_sha256", "prompt", "excerpt_chars", "layers", "served", "reader")
+READ_KEYS = ("prompt", "excerpt_chars", "layers", "served", "reader")
+#: What a head may record of the model whose vectors it read (a head ``judge fit`` writes
+#: records neither): a head for a language must agree with its outer head where both do.
+MODEL_KEYS = ("model", "gguf_sha256")
 
 
 #: How many times farther than the fitted vectors reach (:class:`Reach`) a vector may read
@@ -376,7 +379,8 @@ def from_dict(data: dict[str, Any]) -> ProbeHead:
 def languages_from(data: Any, outer: ProbeHead) -> LanguageHeads:
     """A head file's ``languages`` block, checked: a known rule, and per language a plain
     head (none of its own per language) with the outer head's labels, in the same order,
-    reading the same vectors (:data:`READ_KEYS` of ``about`` equal, the same dimension)."""
+    reading the same vectors (:data:`READ_KEYS` of ``about`` equal, :data:`MODEL_KEYS` where
+    both record them, the same dimension)."""
     if not isinstance(data, dict) or not isinstance(data.get("heads"), dict) \
             or not data["heads"]:
         raise ProbeHeadError("a head's languages block needs a rule and a head per language")
@@ -395,6 +399,8 @@ def languages_from(data: Any, outer: ProbeHead) -> LanguageHeads:
             raise ProbeHeadError(f"the head for language {language!r} must score the labels "
                                  "in its outer head's order, from vectors of as many numbers")
         differ = [k for k in READ_KEYS if head.about.get(k) != outer.about.get(k)]
+        differ += [k for k in MODEL_KEYS if k in head.about and k in outer.about
+                   and head.about[k] != outer.about[k]]
         if differ:
             raise ProbeHeadError(
                 f"the head for language {language!r} was fitted on vectors read otherwise "

@@ -17,23 +17,39 @@ from judge.fitting.logistic import Fitted, fit_rule
 from judge.fitting.probe import fit_probe_rule
 
 
-def current_rule(config: JudgeConfig, domain: str | None) -> ScoreModel | ProbeHead | None:
-    """What decides the domain's answers now: its linear rule, or its probe head."""
+def current_rule(config: JudgeConfig, domain: str | None,
+                 items: Sequence[FitItem] = ()) -> ScoreModel | ProbeHead | None:
+    """What decides the domain's answers now: its linear rule, or its probe head. For a head
+    with heads per language (:class:`judge.decide.probe_head.LanguageHeads`) and ``items``
+    to fit on, the head that decides most of them: the head of the language most of them
+    are read in, else the outer head (with its heads per language)."""
     cfg = config.rule_for(domain)[1]
-    return head_of(cfg) if config.strategy == "probe" else cfg.score_model
+    if config.strategy != "probe":
+        return cfg.score_model
+    head = head_of(cfg)
+    if head.languages is None or not items:
+        return head
+    deciders = [head.languages.head_for(i.read) for i in items]
+    for own in head.languages.heads.values():
+        if 2 * sum(d is own for d in deciders) > len(items):
+            return own
+    return head
 
 
-def kept_shift(config: JudgeConfig, domain: str | None) -> LanguageShift | None:
+def kept_shift(config: JudgeConfig, domain: str | None,
+               items: Sequence[FitItem] = ()) -> LanguageShift | None:
     """The language offsets a head fitted for the domain keeps: those of the head deciding
-    its claims now (none for a linear rule, or a head without them)."""
-    base = current_rule(config, domain) if config.strategy == "probe" else None
+    its claims now (:func:`current_rule`; none for a linear rule, or a head without them)."""
+    base = current_rule(config, domain, items)
     return base.shift if isinstance(base, ProbeHead) else None
 
 
-def kept_languages(config: JudgeConfig, domain: str | None) -> LanguageHeads | None:
+def kept_languages(config: JudgeConfig, domain: str | None,
+                   items: Sequence[FitItem] = ()) -> LanguageHeads | None:
     """The heads per language a head fitted for the domain keeps: those of the head deciding
-    its claims now (judge.decide.probe_head.LanguageHeads)."""
-    base = current_rule(config, domain) if config.strategy == "probe" else None
+    its claims now (:func:`current_rule`). A fit on claims most of which a head of their
+    language decides learns that head's place, and keeps none."""
+    base = current_rule(config, domain, items)
     return base.languages if isinstance(base, ProbeHead) else None
 
 

@@ -276,10 +276,12 @@ def fit_and_measure(
     minimum gold: :func:`fit_store` checks it first. ``toward_current``: the penalty shrinks
     the weights toward the rule that decides the domain now (else toward 0)."""
     names = rule_features(data.config, domain)
-    prior = current_rule(data.config, domain) if toward_current else None
+    # a head with heads per language: the fit takes the place of the head that decides most
+    # of its claims (judge.fitting.rules.current_rule)
+    prior = current_rule(data.config, domain, fit_items) if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
-    shift = kept_shift(data.config, domain)
-    languages = kept_languages(data.config, domain)
+    shift = kept_shift(data.config, domain, fit_items)
+    languages = kept_languages(data.config, domain, fit_items)
     folds = folds_of(fit_items, seed=seed)
     fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift,
                             languages)

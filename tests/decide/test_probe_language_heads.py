@@ -18,6 +18,7 @@ from judge.decide.probe_head import (
     FORMAT,
     FORMAT_LANGUAGES,
     LanguageHeads,
+    LanguageShift,
     ProbeHead,
     ProbeHeadError,
     Reach,
@@ -169,3 +170,52 @@ def test_a_fit_keeps_the_heads_per_language() -> None:
     with pytest.raises(ProbeHeadError, match="prompt differ"):
         fit_probe_rule(x, y, folds, about={"prompt": "probe_claim/v2"}, languages=kept,
                        lambdas=[1.0])
+
+
+def test_a_head_judge_fit_wrote_composes_with_a_packaged_one_of_the_same_model() -> None:
+    """``judge fit`` records how the vectors were read, not the model: the model keys must
+    agree only where both heads record them."""
+    inner = replace(turned_head(), about=dict(turned_head().about, gguf_sha256="a" * 64))
+    assert from_dict(json.loads(composed(inner).dumps())).languages is not None
+    outer = replace(toy_head(), about=dict(toy_head().about, gguf_sha256="b" * 64))
+    body = json.loads(replace(outer, languages=LanguageHeads(LANGUAGE_RULE, {"zh": inner}))
+                      .dumps())
+    with pytest.raises(ProbeHeadError, match="gguf_sha256 differ"):
+        from_dict(body)
+
+
+def test_the_runtime_check_reads_each_head(tmp_path: Path) -> None:
+    from judge.config import JudgeConfig
+    from judge.decide.probe import check_runtime
+
+    inner = replace(turned_head(), about=dict(turned_head().about, gguf_sha256="a" * 64))
+    head = composed(inner)
+    config = JudgeConfig(model="embedded/qwen2.5-coder-1.5b-instruct-q4_k_m", strategy="probe",
+                         prompts={"split_claims": "v1", "probe_claim": "v1"},
+                         probe_head=write_head(tmp_path, head))
+    with pytest.raises(ProbeHeadError, match="hidden states of the model with sha256 aaaa"):
+        check_runtime(config, head)  # the outer head records no model; its Chinese one does
+    check_runtime(config, composed())  # neither records one: nothing to compare
+
+
+class Read:
+    def __init__(self, read: str) -> None:
+        self.read = read
+
+
+def test_a_fit_takes_the_place_of_the_head_that_decides_most_of_its_claims(
+        tmp_path: Path) -> None:
+    from judge.fitting.rules import current_rule, kept_languages, kept_shift
+
+    shift = LanguageShift(LANGUAGE_RULE, {"zh": np.array([1.0, 0.0, 0.0])})
+    inner = replace(turned_head(), shift=shift)
+    config = probe_config(tmp_path, probe_head=write_head(tmp_path, composed(inner), "zh.json"))
+    chinese = [Read(ZH_TEXT)] * 3 + [Read("English claim.")] * 2
+    english = [Read(ZH_TEXT)] * 2 + [Read("English claim.")] * 3
+    assert current_rule(config, None, chinese).dumps() == inner.dumps()  # type: ignore[arg-type]
+    assert kept_languages(config, None, chinese) is None  # type: ignore[arg-type]
+    assert kept_shift(config, None, chinese) is not None  # type: ignore[arg-type]
+    assert current_rule(config, None, english).languages is not None  # type: ignore[arg-type]
+    assert kept_languages(config, None, english) is not None  # type: ignore[arg-type]
+    assert kept_shift(config, None, english) is None  # type: ignore[arg-type]
+    assert current_rule(config, None).languages is not None  # no items: the head itself
