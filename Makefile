@@ -58,9 +58,9 @@ EVAL_DB ?= out/eval.db
 EVAL_GOLD ?= gold/eval_xl.jsonl
 # The per-dataset fits and learning curves (research/fit_per_domain.py) join the README block.
 FIT_REPORT ?= research/reports/fit_per_domain.json
-# Chinese beside English: the default's (head v6) reports of the OCNLI check draw, one per script
+# Chinese beside English: the default's (head v8) reports of the OCNLI check draw, one per script
 # (judge eval-gold gold/ocnli_check.jsonl and gold/ocnli_check.zh-tw.jsonl, research/README.md).
-CHINESE_REPORTS ?= research/reports/ocnli_check_v6.json research/reports/ocnli_check_v6.zh-tw.json
+CHINESE_REPORTS ?= research/reports/ocnli_check_v8.json research/reports/ocnli_check_v8.zh-tw.json
 
 eval: $(STAMP)
 	mkdir -p out

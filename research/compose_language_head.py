@@ -68,8 +68,8 @@ def fold_point(outer: dict[str, Any], inner: dict[str, Any], language: str,
     weights = (spec_i.intercept + spec_i.strength * (held_i - held_o) + shift,
                spec_i.support_logit, spec_i.strength)
     spec = spec_o.weighing(rule, {language: weights})
-    statement = (f"{outer['statement']}; claims read as {language!r} ({rule}): the point of "
-                 f"their own head, {inner['statement']}")
+    statement = (f"{outer['statement']}; claims read as {language!r}: their own head's point, "
+                 f"stacked score < {inner['threshold']:g} (set on {inner['n']} gold claims)")
     return dict(outer, score=spec.as_dict(), statement=statement)
 
 

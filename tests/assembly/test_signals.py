@@ -59,7 +59,7 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
     from judge.decide.probe import head_of
 
     configs = Path(__file__).resolve().parents[2] / "research" / "configs"
-    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_v6.toml")
+    assert JudgeConfig.load() == JudgeConfig.load(configs / "probe_v8.toml")
     config = JudgeConfig.load()
     assert config.strategy == "probe" and config.probe_head is not None
     assert config.probe_head.file.startswith("builtin:")
@@ -83,6 +83,16 @@ def test_embedded_profile_is_the_config_the_reports_name() -> None:
     assert np.array_equal(head.shift.offsets["zh"], head_of(v5).shift.offsets["zh"])
     v4 = JudgeConfig.load(configs / "probe_first21_context_all.toml")
     assert v4.probe_head is not None and head_of(v4).shift is None
+    # head v8 is v6 with head v7 (fitted on the training pool) for claims read as Chinese,
+    # which keeps the same offset
+    v6, v7 = (head_of(JudgeConfig.load(configs / f"probe_v{n}.toml")) for n in (6, 7))
+    assert head.dumps() != v6.dumps() and head.languages is not None
+    assert set(head.languages.heads) == {"zh"} and head.languages.rule == "han-share-half/v1"
+    assert head.languages.heads["zh"].dumps() == v7.dumps()
+    assert head.decider("Python 3.11 added tomllib.").dumps() != v7.dumps()
+    assert np.array_equal(head.decider("Python 3.11 added tomllib.").coef, v6.coef)
+    assert v7.shift is not None
+    assert np.array_equal(v7.shift.offsets["zh"], head.shift.offsets["zh"])
     assert all(np.array_equal(a, b) for a, b in zip(
         (head_of(v5).mean, head_of(v5).coef), (head_of(v4).mean, head_of(v4).coef),
         strict=True))

@@ -88,7 +88,7 @@ def test_every_config_in_the_repository_passes_the_plan() -> None:
         assert [f for f in findings if not f.ok] == [], path
     heads = [f.found for f in plan_findings(JudgeConfig.load(None)) if f.name == "head"]
     assert len(heads) == 1 and "matches the config" in heads[0]
-    assert "operating point qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v6.json" in heads[0]
+    assert "operating point qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v8.json" in heads[0]
 
 
 def refusing(schema: str, messages: list[dict[str, Any]]) -> Any:

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QWEN = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 FILES = {
-    "judge/config/profiles/embedded.toml": f"{QWEN}@7d4226c6bd2b",
+    "judge/config/profiles/embedded.toml": f"{QWEN}@d51d4f893722",
     # read alone it names no model (the embedded default's); a hosted model takes it, below
     "judge/config/profiles/hosted.toml": f"{QWEN}@580dd6e1ec9d",
     "research/configs/batch_v1.toml": f"{QWEN}@eb567fa62d40",
@@ -42,6 +42,7 @@ FILES = {
     "research/configs/probe_v5_sentences.toml": f"{QWEN}@961afdd0c736",
     "research/configs/probe_v6.toml": f"{QWEN}@7d4226c6bd2b",
     "research/configs/probe_v7.toml": f"{QWEN}@c479fbff30a3",
+    "research/configs/probe_v8.toml": f"{QWEN}@d51d4f893722",
     "research/configs/scores_raw.toml": f"{QWEN}@6089f4693b35",
     "research/configs/scores_v1.toml": f"{QWEN}@d063cdfc9af4",
     "research/configs/scores_v1_abstention.toml": f"{QWEN}@a938768a2d7b",
@@ -141,7 +142,7 @@ def test_every_config_file_is_pinned() -> None:
 
 def test_the_defaults_keep_their_version_ids() -> None:
     assert version_of(JudgeConfig()) == f"{QWEN}@7046a89609f7"
-    assert version_of(load_config(None)) == f"{QWEN}@7d4226c6bd2b"
+    assert version_of(load_config(None)) == f"{QWEN}@d51d4f893722"
     assert version_of(JudgeConfig.model_validate(BASE)) == BASE_ID
 
 
