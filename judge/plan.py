@@ -104,8 +104,12 @@ def _head_findings(config: JudgeConfig) -> list[Finding]:
         queue = (f"the queue's packaged operating point {point['file']}" if point else
                  "no packaged operating point: the queue flags by labels until `judge queue "
                  "threshold` sets one from your reviews")
+        own = "".join(f" (claims read as {language}: head {h.about.get('name', '?')!r})"
+                      for language, h in sorted((head.languages.heads if head.languages
+                                                 else {}).items()))
         found.append(Finding("head", True, f"{where}probe head "
-                             f"{head.about.get('name', named)!r} matches the config; {queue}"))
+                             f"{head.about.get('name', named)!r}{own} matches the config; "
+                             f"{queue}"))
     return found
 
 

@@ -89,6 +89,7 @@ def test_every_config_in_the_repository_passes_the_plan() -> None:
     heads = [f.found for f in plan_findings(JudgeConfig.load(None)) if f.name == "head"]
     assert len(heads) == 1 and "matches the config" in heads[0]
     assert "operating point qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v8.json" in heads[0]
+    assert "(claims read as zh: head 'qwen2.5-coder-1.5b-q4km-first21-ctx-probe-v7')" in heads[0]
 
 
 def refusing(schema: str, messages: list[dict[str, Any]]) -> Any:
