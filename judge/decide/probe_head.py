@@ -19,8 +19,9 @@ A head without one is written and read exactly as before.
 A head may also hand the claims read as a language to a head of their own (``languages``,
 :class:`LanguageHeads`): a claim the probe reads as language ``L`` (by the rule the block
 names) is decided, refused and scored by the head for ``L``, every other claim by this one.
-Each head for a language reads the same vectors (its ``about`` names the same model, prompt,
-layer, reader and evidence budget; refused otherwise) and may not hold heads of its own. Such
+Each head for a language reads the same vectors (its ``about`` names the same prompt, layer,
+reader, evidence budget and served model, and the same model where both name one; refused
+otherwise) and may not hold heads of its own. Such
 a head is written in format :data:`FORMAT_LANGUAGES`, which an older version refuses instead
 of deciding every claim with the outer head; all of it is in the file, so in its sha256 and
 in the judge version.
