@@ -42,7 +42,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +177,13 @@ class LanguageHeads:
     def head_for(self, text: str | None) -> ProbeHead | None:
         """The head for the language ``text`` reads as (None: the outer head decides)."""
         if text is None:
-            raise ProbeHeadError("this head decides claims read as "
-                                 f"{', '.join(sorted(self.heads))} with heads of their own: "
-                                 "give the text the probe read (judge.decide.probe.probe_text)")
+            raise self.needs_text()
         return self.heads.get(self.language(text) or "")
+
+    def needs_text(self) -> ProbeHeadError:
+        return ProbeHeadError(f"this head decides claims read as {', '.join(sorted(self.heads))}"
+                              " with heads of their own: give the text the probe read for each "
+                              "vector (judge.decide.probe.probe_text)")
 
     def as_dict(self) -> dict[str, Any]:
         return {"rule": self.rule,
@@ -245,24 +248,25 @@ class ProbeHead:
         assert self.languages is not None
         x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
         if texts is None or len(texts) != x.shape[0]:
-            raise ProbeHeadError(
-                f"this head decides claims read as {', '.join(sorted(self.languages.heads))} "
-                "with heads of their own: give the text the probe read for each vector "
-                "(judge.decide.probe.probe_text)")
-        outer = replace(self, languages=None)
-        picked = [self.languages.head_for(t) for t in texts]
+            raise self.languages.needs_text()
+        picked = [self.decider(t) for t in texts]
         out = np.empty((x.shape[0], len(self.labels)))
         for head in {id(h): h for h in picked}.values():
             rows = [i for i, h in enumerate(picked) if h is head]
-            out[rows] = (head or outer).logits(x[rows], [texts[i] for i in rows])
+            out[rows] = head.logits(x[rows], [texts[i] for i in rows])
         return out
 
     def decider(self, text: str | None) -> ProbeHead:
         """The head that decides a claim the probe read as ``text``: the one for its
-        language, else this one (as it would without heads per language)."""
+        language, else this one as it reads without heads per language."""
         if self.languages is None:
             return self
-        return self.languages.head_for(text) or replace(self, languages=None)
+        return self.languages.head_for(text) or self._outer
+
+    @cached_property
+    def _outer(self) -> ProbeHead:
+        """This head without its heads per language (built once)."""
+        return replace(self, languages=None)
 
     def reach(self) -> Reach | None:
         """How far the vectors the head was fitted on reach: as recorded (``range``); for a

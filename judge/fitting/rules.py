@@ -36,21 +36,15 @@ def current_rule(config: JudgeConfig, domain: str | None,
     return head
 
 
-def kept_shift(config: JudgeConfig, domain: str | None,
-               items: Sequence[FitItem] = ()) -> LanguageShift | None:
-    """The language offsets a head fitted for the domain keeps: those of the head deciding
-    its claims now (:func:`current_rule`; none for a linear rule, or a head without them)."""
-    base = current_rule(config, domain, items)
-    return base.shift if isinstance(base, ProbeHead) else None
-
-
-def kept_languages(config: JudgeConfig, domain: str | None,
-                   items: Sequence[FitItem] = ()) -> LanguageHeads | None:
-    """The heads per language a head fitted for the domain keeps: those of the head deciding
-    its claims now (:func:`current_rule`). A fit on claims most of which a head of their
-    language decides learns that head's place, and keeps none."""
-    base = current_rule(config, domain, items)
-    return base.languages if isinstance(base, ProbeHead) else None
+def kept(base: ScoreModel | ProbeHead | None
+         ) -> tuple[LanguageShift | None, LanguageHeads | None]:
+    """What a head fitted in the place of ``base`` (the rule deciding its claims now,
+    :func:`current_rule`) keeps of it: its language offsets and its heads per language (none
+    for a linear rule, or a head without them). A fit on claims most of which a head of their
+    language decides learns that head's place, and keeps no heads per language."""
+    if not isinstance(base, ProbeHead):
+        return None, None
+    return base.shift, base.languages
 
 
 def fit_items_rule(items: Sequence[FitItem], fold: Sequence[int], names: Sequence[str],

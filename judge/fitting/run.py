@@ -30,7 +30,7 @@ from judge.fitting.evaluate import (
 from judge.fitting.items import FitData, FitItem, load_items
 from judge.fitting.logistic import Fitted
 from judge.fitting.operating import PointGold, unseen_scores
-from judge.fitting.rules import current_rule, fit_items_rule, kept_languages, kept_shift
+from judge.fitting.rules import current_rule, fit_items_rule, kept
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
@@ -278,10 +278,10 @@ def fit_and_measure(
     names = rule_features(data.config, domain)
     # a head with heads per language: the fit takes the place of the head that decides most
     # of its claims (judge.fitting.rules.current_rule)
-    prior = current_rule(data.config, domain, fit_items) if toward_current else None
+    base = current_rule(data.config, domain, fit_items)
+    prior = base if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
-    shift = kept_shift(data.config, domain, fit_items)
-    languages = kept_languages(data.config, domain, fit_items)
+    shift, languages = kept(base)
     folds = folds_of(fit_items, seed=seed)
     fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift,
                             languages)

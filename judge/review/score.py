@@ -109,7 +109,8 @@ class ScoreSpec:
               ) -> float:
         """The flag score of a claim with this support and evidence strength (``-inf``
         without a strength: fail closed). ``text``: what the probe read of the claim (the
-        claim and its evidence, :func:`row_text`), needed when the spec holds a strength."""
+        claim and its evidence, :func:`row_text`), needed when the spec reads the language
+        (:attr:`reads_language`)."""
         if strength is None or not math.isfinite(float(strength)):
             return -math.inf
         if self.reads_language and text is None:

@@ -205,17 +205,19 @@ class Read:
 
 def test_a_fit_takes_the_place_of_the_head_that_decides_most_of_its_claims(
         tmp_path: Path) -> None:
-    from judge.fitting.rules import current_rule, kept_languages, kept_shift
+    from judge.fitting.rules import current_rule, kept
 
     shift = LanguageShift(LANGUAGE_RULE, {"zh": np.array([1.0, 0.0, 0.0])})
     inner = replace(turned_head(), shift=shift)
     config = probe_config(tmp_path, probe_head=write_head(tmp_path, composed(inner), "zh.json"))
     chinese = [Read(ZH_TEXT)] * 3 + [Read("English claim.")] * 2
     english = [Read(ZH_TEXT)] * 2 + [Read("English claim.")] * 3
-    assert current_rule(config, None, chinese).dumps() == inner.dumps()  # type: ignore[arg-type]
-    assert kept_languages(config, None, chinese) is None  # type: ignore[arg-type]
-    assert kept_shift(config, None, chinese) is not None  # type: ignore[arg-type]
-    assert current_rule(config, None, english).languages is not None  # type: ignore[arg-type]
-    assert kept_languages(config, None, english) is not None  # type: ignore[arg-type]
-    assert kept_shift(config, None, english) is None  # type: ignore[arg-type]
+    on_chinese = current_rule(config, None, chinese)  # type: ignore[arg-type]
+    assert on_chinese.dumps() == inner.dumps()
+    assert kept(on_chinese)[1] is None
+    assert kept(on_chinese)[0] is not None
+    on_english = current_rule(config, None, english)  # type: ignore[arg-type]
+    assert on_english.languages is not None
+    assert kept(on_english)[1] is not None
+    assert kept(on_english)[0] is None
     assert current_rule(config, None).languages is not None  # no items: the head itself
