@@ -120,6 +120,11 @@ def _print(data: dict[str, Any]) -> None:
               f"{f['review_support_below']} (out-of-fold queue recall "
               f"{f['queue_recall_out_of_fold']}, load {f['queue_load_out_of_fold']}); "
               f"model calls: {data['model_calls']}")
+    left = f.get("left_to_language_heads") or {}
+    if left:
+        out.print("not fitted on, left to the kept head of their language (their scores by "
+                  "it count for the review queue's points): "
+                  + ", ".join(f"{n} claims read as {lang}" for lang, n in sorted(left.items())))
     h = data["holdout"]
     if h:
         table = Table(title=f"held-out claims: {h['n']} ({h['source']})")

@@ -47,6 +47,19 @@ def kept(base: ScoreModel | ProbeHead | None
     return base.shift, base.languages
 
 
+def left_to_languages(items: Sequence[FitItem], languages: LanguageHeads | None
+                      ) -> tuple[list[FitItem], list[FitItem]]:
+    """(the items the outer head decides, those a kept head of their language decides): a
+    fit of the outer head learns from the first only; the others are its heads per
+    language's, which the fit keeps as they are."""
+    if languages is None:
+        return list(items), []
+    own, theirs = [], []
+    for item in items:
+        (own if languages.head_for(item.read) is None else theirs).append(item)
+    return own, theirs
+
+
 def fit_items_rule(items: Sequence[FitItem], fold: Sequence[int], names: Sequence[str],
                    queue_recall: float, prior: ScoreModel | ProbeHead | None,
                    read_with: dict[str, Any] | None = None,

@@ -6,6 +6,7 @@ learning curve. No model call: everything comes from the store."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ from judge.fitting.evaluate import (
 from judge.fitting.items import FitData, FitItem, load_items
 from judge.fitting.logistic import Fitted
 from judge.fitting.operating import PointGold, unseen_scores
-from judge.fitting.rules import current_rule, fit_items_rule, kept
+from judge.fitting.rules import current_rule, fit_items_rule, kept, left_to_languages
 from judge.fitting.split import folds_of, holdout_split, label_counts, require_minimum
 from judge.fitting.toml import config_toml
 from judge.models.prompts import prompts_dir, template_hash
@@ -67,6 +68,9 @@ class FitResult:
     #: a probe head's gold flag scores no fitted head saw: the candidate's operating points
     #: are set on them when the config is written (:mod:`judge.fitting.operating`)
     point_gold: PointGold | None = None
+    #: fitting claims left to a kept head of their language (language -> claims): not
+    #: fitted on, scored by that head for the operating points
+    left_to_languages: dict[str, int] = field(default_factory=dict)
     #: the ids of the operating points stored for the candidate when its config was written
     points_stored: list[str] = field(default_factory=list)
     #: where the candidate config was written (None: not written, ``not_written`` says why)
@@ -88,7 +92,8 @@ class FitResult:
             "holdout": self.holdout,
             "drift": self.drift,
             "fit": {**self.fitted.as_dict(), "labels": self.fit_labels, "seed": self.seed,
-                    "queue_recall_target": self.queue_recall},
+                    "queue_recall_target": self.queue_recall,
+                    "left_to_language_heads": self.left_to_languages},
             "gold": {**self.gold, "skipped": self.skipped},
             "curve": self.curve,
             "operating_points": ({**self.point_gold.summary(), "stored": self.points_stored,
@@ -282,6 +287,13 @@ def fit_and_measure(
     prior = base if toward_current else None
     origin = probe_read_with(data.config) if data.config.strategy == "probe" else None
     shift, languages = kept(base)
+    # claims a kept head of their language decides are not the outer head's to learn from;
+    # their scores by that head (fitted on none of them) still count for the points
+    fit_items, theirs = left_to_languages(fit_items, languages)
+    if theirs:
+        require_minimum(label_counts(fit_items), f"the claims the outer head decides ("
+                        f"{len(theirs)} others are read as a language a head of its own "
+                        "decides, and are not fitted on)")
     folds = folds_of(fit_items, seed=seed)
     fitted = fit_items_rule(fit_items, folds, names, queue_recall, prior, origin, shift,
                             languages)
@@ -291,7 +303,7 @@ def fit_and_measure(
         # the flag score's form follows the baseline head's packaged point (stacked or not)
         stacked = data.config.probe_head is not None and \
             packaged_spec(data.config.probe_head.sha256) is not None
-        point_gold = unseen_scores(fit_items, held, fitted.model,
+        point_gold = unseen_scores(fit_items, [*theirs, *held], fitted.model,
                                    fitted.out_of_fold[1][:, 0], queue_recall,
                                    folds if stacked else None)
     result = FitResult(
@@ -300,7 +312,9 @@ def fit_and_measure(
         fitted=fitted, rule=adoption_rule(queue_recall), gold=data.gold,
         fit_labels=label_counts(fit_items), skipped=dict(data.skipped),
         model_calls=data.model_calls + extra_calls, seed=seed, queue_recall=queue_recall,
-        point_gold=point_gold)
+        point_gold=point_gold,
+        left_to_languages=dict(Counter(
+            languages.language(i.read) or "" for i in theirs)) if languages else {})
     if held:
         _measure(result, held, source)
     else:

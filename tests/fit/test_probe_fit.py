@@ -284,3 +284,56 @@ def test_a_fit_keeps_the_language_shift_of_the_head_deciding_now(tmp_path: Path)
     # standardised on the shifted vectors: the pull (3 on numbers 4 to 11) is gone
     x = np.array(list(clean.values()))
     assert np.allclose(head.mean, x.mean(0), atol=0.01)  # float16 vectors
+
+
+def test_claims_a_kept_language_head_decides_are_not_fitted_on(tmp_path: Path) -> None:
+    """Under a head with a head for Chinese, a fit of the outer head learns from the claims the
+    outer head decides only: the Chinese minority (here with vectors pointing at the wrong
+    label) leaves the fitted outer head exactly as a fit without it, is counted apart, and
+    its head is kept as it was."""
+    from dataclasses import replace
+
+    from judge.decide.probe_head import LanguageHeads
+    from judge.language import LANGUAGE_RULE
+
+    english = gold_items(100)
+    chinese = gold_items(40, "zh", start=100)
+    for k, item in enumerate(chinese):
+        item["claim"] = f"第 {k} 號橋於 {1900 + k} 年啟用。"
+        item["sources"] = [{"id": "S1", "text": f"紀錄：第 {k} 號橋於 {1900 + k} 年啟用。"}]
+    misleading = {c: list(-np.asarray(v)) for c, v in signal_vectors(chinese, seed=3).items()}
+    install_vectors({**signal_vectors(english), **misleading})
+    own = ProbeHead(tuple(LABELS), np.zeros(DIM), np.ones(DIM), np.zeros((4, DIM)),
+                    np.array([0.0, 2.0, 0.0, 0.0]), {"prompt": "probe_claim/v1", "name": "zh"})
+    current = replace(says_supported(), languages=LanguageHeads(LANGUAGE_RULE, {"zh": own}))
+    config = probe_toml(tmp_path, head_file(tmp_path, current, "current-head.json"))
+    heads = {}
+    for name, items in (("mixed", english + chinese), ("english", english)):
+        gold = write_gold(tmp_path / f"{name}.jsonl", items)
+        eval_gold(gold, config=config, db=tmp_path / f"{name}.db")
+        result = fit(gold, db=tmp_path / f"{name}.db", output=tmp_path / name / "fitted.toml",
+                     holdout=0.0)
+        assert result.model_calls == 0
+        fitted = JudgeConfig.load(tmp_path / name / "fitted.toml").probe_head
+        assert fitted is not None
+        heads[name] = (load_head(fitted.file, fitted.sha256), result.to_dict())
+    (mixed, data), (alone, alone_data) = heads["mixed"], heads["english"]
+    assert data["fit"]["left_to_language_heads"] == {"zh": 40}
+    assert alone_data["fit"]["left_to_language_heads"] == {}
+    assert sum(data["fit"]["labels"].values()) == 100 == data["fit"]["n"]
+    assert np.array_equal(mixed.coef, alone.coef) and np.array_equal(mixed.mean, alone.mean)
+    assert mixed.languages is not None and mixed.languages.heads["zh"].dumps() == own.dumps()
+    # the Chinese claims' scores by their own head count toward the review queue's points
+    assert data["operating_points"]["n"] == 140 and alone_data["operating_points"]["n"] == 100
+    # and `judge fit` says so
+    from typer.testing import CliRunner
+
+    from judge.cli import _register, app
+
+    _register()
+    shown = CliRunner().invoke(app, ["fit", "--db", str(tmp_path / "mixed.db"), "--gold",
+                                     str(tmp_path / "mixed.jsonl"), "--holdout", "0", "-o",
+                                     str(tmp_path / "cli" / "fitted.toml")])
+    text = " ".join(shown.output.split())
+    assert "left to the kept head of their language" in text
+    assert "40 claims read as zh" in text
