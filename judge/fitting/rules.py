@@ -54,7 +54,8 @@ def left_to_languages(items: Sequence[FitItem], languages: LanguageHeads | None
     language's, which the fit keeps as they are."""
     if languages is None:
         return list(items), []
-    own, theirs = [], []
+    own: list[FitItem] = []
+    theirs: list[FitItem] = []
     for item in items:
         (own if languages.head_for(item.read) is None else theirs).append(item)
     return own, theirs
