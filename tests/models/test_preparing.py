@@ -63,6 +63,31 @@ def test_an_error_raised_while_preparing_on_the_loop_reaches_the_caller() -> Non
         run_sync(attempt())
 
 
+def test_a_request_prepared_on_the_loop_is_sent_without_a_turn_of_the_loop() -> None:
+    """The future of a marked attempt's preparation is done when handed back: the task goes
+    on at once (to send its request) instead of letting every other ready task go first,
+    which kept answers whose responses came back together in step."""
+
+    async def both() -> list[str]:
+        loop = asyncio.get_running_loop()
+        order: list[str] = []
+
+        async def sending() -> None:
+            with on_loop():
+                prepared = loop.run_in_executor(None, lambda: order.append("prepared"))
+                assert prepared.done()
+                await prepared
+            order.append("sent")
+
+        async def other() -> None:
+            order.append("other")
+
+        await asyncio.gather(asyncio.ensure_future(sending()), asyncio.ensure_future(other()))
+        return order
+
+    assert run_sync(both()) == ["prepared", "sent", "other"]
+
+
 @pytest.fixture
 def preparing_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The thread each litellm ``completion()`` of a run ran on (the real one, watched)."""
