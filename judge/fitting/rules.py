@@ -48,16 +48,20 @@ def kept(base: ScoreModel | ProbeHead | None
 
 
 def left_to_languages(items: Sequence[FitItem], languages: LanguageHeads | None
-                      ) -> tuple[list[FitItem], list[FitItem]]:
-    """(the items the outer head decides, those a kept head of their language decides): a
-    fit of the outer head learns from the first only; the others are its heads per
-    language's, which the fit keeps as they are."""
+                      ) -> tuple[list[FitItem], dict[str, list[FitItem]]]:
+    """(the items the outer head decides, by language those a kept head of their language
+    decides): a fit of the outer head learns from the first only; the others are its heads
+    per language's, which the fit keeps as they are."""
     if languages is None:
-        return list(items), []
+        return list(items), {}
     own: list[FitItem] = []
-    theirs: list[FitItem] = []
+    theirs: dict[str, list[FitItem]] = {}
     for item in items:
-        (own if languages.head_for(item.read) is None else theirs).append(item)
+        language = languages.language(item.read) or ""
+        if language in languages.heads:
+            theirs.setdefault(language, []).append(item)
+        else:
+            own.append(item)
     return own, theirs
 
 

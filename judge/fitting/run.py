@@ -6,7 +6,6 @@ learning curve. No model call: everything comes from the store."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -289,7 +288,8 @@ def fit_and_measure(
     shift, languages = kept(base)
     # claims a kept head of their language decides are not the outer head's to learn from;
     # their scores by that head (fitted on none of them) still count for the points
-    fit_items, theirs = left_to_languages(fit_items, languages)
+    fit_items, by_language = left_to_languages(fit_items, languages)
+    theirs = [item for items in by_language.values() for item in items]
     if theirs:
         require_minimum(label_counts(fit_items), f"the claims the outer head decides ("
                         f"{len(theirs)} others are read as a language a head of its own "
@@ -313,8 +313,7 @@ def fit_and_measure(
         fit_labels=label_counts(fit_items), skipped=dict(data.skipped),
         model_calls=data.model_calls + extra_calls, seed=seed, queue_recall=queue_recall,
         point_gold=point_gold,
-        left_to_languages=dict(Counter(
-            languages.language(i.read) or "" for i in theirs)) if languages else {})
+        left_to_languages={k: len(v) for k, v in sorted(by_language.items())})
     if held:
         _measure(result, held, source)
     else:

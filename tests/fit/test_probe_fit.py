@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 from judge.api import eval_gold, fit
+from judge.cli import _register, app
 from judge.config import JudgeConfig
-from judge.decide.probe_head import ProbeHead, load_head
+from judge.decide.probe_head import LanguageHeads, ProbeHead, load_head
 from judge.fitting.probe import PRIOR_HEAD_LAMBDAS, fit_head, fit_probe_rule
+from judge.language import LANGUAGE_RULE
 from judge.store import Store
 from judge.verdicts import LABELS
 from tests.fakes import FakeLLM, install
@@ -256,8 +260,6 @@ def test_a_fit_keeps_the_language_shift_of_the_head_deciding_now(tmp_path: Path)
     """The current head subtracts a Chinese offset; ``judge fit`` fits on the shifted vectors
     of the Chinese claims and the head it writes carries the same offset."""
     from judge.decide.probe_head import LanguageShift
-    from judge.language import LANGUAGE_RULE
-
     items = gold_items(100)
     for k, item in enumerate(items):  # Chinese claims and sources
         item["claim"] = f"第 {k} 號橋於 {1900 + k} 年啟用。"
@@ -291,9 +293,6 @@ def test_claims_a_kept_language_head_decides_are_not_fitted_on(tmp_path: Path) -
     outer head decides only: the Chinese minority (here with vectors pointing at the wrong
     label) leaves the fitted outer head exactly as a fit without it, is counted apart, and
     its head is kept as it was."""
-    from dataclasses import replace
-
-    from judge.decide.probe_head import LanguageHeads
     from judge.language import LANGUAGE_RULE
 
     english = gold_items(100)
@@ -326,10 +325,6 @@ def test_claims_a_kept_language_head_decides_are_not_fitted_on(tmp_path: Path) -
     # the Chinese claims' scores by their own head count toward the review queue's points
     assert data["operating_points"]["n"] == 140 and alone_data["operating_points"]["n"] == 100
     # and `judge fit` says so
-    from typer.testing import CliRunner
-
-    from judge.cli import _register, app
-
     _register()
     shown = CliRunner().invoke(app, ["fit", "--db", str(tmp_path / "mixed.db"), "--gold",
                                      str(tmp_path / "mixed.jsonl"), "--holdout", "0", "-o",
