@@ -2,7 +2,7 @@
 compressed float16 shards that a commit can carry (issue 49).
 
     python research/collect_readers.py [--layers 21] [--out research/vectors] [--limit N]
-        [--gold FILE ...] [--threads 2] [--shard 100] [--measure]
+        [--gold FILE ...] [--threads 2] [--shard 100] [--measure] [--no-evidence]
 
 For each human-labelled claim of the pool (the 1,650 dev claims of the four first sets,
 ``gold/eval_all.jsonl`` and ``research/tuning_subset.jsonl``, and the 3,773 of the training
@@ -22,6 +22,10 @@ since, e.g. a gold text repaired, is read again into a later shard, which then h
 The shards hold no text: the gold id, the sha256
 of the prompt read (a refit checks its prompts against it), the number of tokens, and the
 vectors. Nothing here is fitted; 0 calls through litellm (the runtime is driven directly).
+
+``--no-evidence`` reads the same prompt with nothing under its evidence heading (the
+question's last turn and the claim kept) into ``<out>/L<layers>-noevidence``: what the model
+makes of the claim alone, in the same frame (research/README.md, session 8 of issue 49).
 """
 
 from __future__ import annotations
@@ -41,11 +45,11 @@ REPO = ROOT.parent
 sys.path.insert(0, str(REPO))
 
 from judge.config import JudgeConfig  # noqa: E402
-from judge.decide.probe import probe_prompt  # noqa: E402
+from judge.decide.probe import probe_prompt, said_before  # noqa: E402
 from judge.evaluation.gold import read_gold  # noqa: E402
 from judge.evaluation.matching import gold_to_records  # noqa: E402
 from judge.models.control_tokens import defuse  # noqa: E402
-from judge.models.prompts import prompts_dir  # noqa: E402
+from judge.models.prompts import prompts_dir, render  # noqa: E402
 from judge.models.readers import READERS, pool, prompt_spans, token_offsets  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.verdicts import Claim  # noqa: E402
@@ -63,12 +67,13 @@ def order_key(gold_id: str) -> str:
     return hashlib.sha256(f"collect-readers:{gold_id}".encode()).hexdigest()
 
 
-def pool_prompts(paths: list[Path], config: JudgeConfig, measure: bool = False
-                 ) -> list[dict[str, Any]]:
+def pool_prompts(paths: list[Path], config: JudgeConfig, measure: bool = False,
+                 no_evidence: bool = False) -> list[dict[str, Any]]:
     """Every valid gold item of ``paths`` with the text of its probe prompt as the model
     reads it and the claim as it stands there, in the collection order. ``measure``: the
     files are read to be measured on (fresh_check, OCNLI), never fitted on: allowed, and
-    only then."""
+    only then. ``no_evidence``: the same prompt with no excerpt under its evidence heading
+    (what the model makes of the claim alone, in the same frame)."""
     root = prompts_dir()
     out = []
     for path in paths:
@@ -90,7 +95,12 @@ def pool_prompts(paths: list[Path], config: JudgeConfig, measure: bool = False
             text = entry.item.claim.strip()
             claim = Claim(id=ref.claim_id, answer_id=record.id, index=0, text=text,
                           origin="given")
-            _, prompt = probe_prompt(config, root, record, claim)
+            if no_evidence:
+                prompt = render("probe_claim", config.prompts["probe_claim"], root,
+                                claim=claim.text, excerpts=[],
+                                context=said_before(record.question))
+            else:
+                _, prompt = probe_prompt(config, root, record, claim)
             out.append({"id": entry.item.id, "text": defuse(prompt.as_text()),
                         "claim": defuse(text)})
     out.sort(key=lambda p: order_key(p["id"]))
@@ -133,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="stop after N new claims")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--shard", type=int, default=100, help="claims a shard")
+    parser.add_argument("--no-evidence", action="store_true",
+                        help="read the probe prompt with no excerpt under its evidence "
+                             "heading (the claim alone, in the same frame) into "
+                             "<out>/L<layers>-noevidence")
     parser.add_argument("--measure", action="store_true",
                         help="collect held-back or measure-only files (fresh_check, OCNLI) "
                              "into <out>/measure/L<layers>, apart from the pool's shards; "
@@ -147,9 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     from judge.models.runtime import Runtime
 
     config = JudgeConfig.load(CONFIG)
-    folder = (args.out / "measure" if args.measure else args.out) / f"L{args.layers}"
+    folder = ((args.out / "measure" if args.measure else args.out)
+              / f"L{args.layers}{'-noevidence' if args.no_evidence else ''}")
     folder.mkdir(parents=True, exist_ok=True)
-    prompts = pool_prompts(args.gold, config, args.measure)
+    prompts = pool_prompts(args.gold, config, args.measure, args.no_evidence)
     done = done_ids(folder)
     # an id whose prompt changed since (a gold text repaired) is read again; the later shard
     # holds it, and readers of the shards take the latest (research/readers_transfer.py)

@@ -69,3 +69,22 @@ def test_a_fitted_head_is_read_on_each_dataset_as_it_was_fitted(tmp_path: Path) 
     assert read["a"]["binary_ba"][0] > 0.85 and read["b"]["binary_ba"][0] > 0.85
     assert read["c"]["binary_ba"][0] < 0.7
     assert read["a"]["n"] == 60
+
+
+def test_paired_lodo_is_zero_for_the_same_head_and_positive_for_a_better_one() -> None:
+    from research.readers_transfer import SUPPORTED, lodo_probs, paired_lodo
+
+    pool = synthetic(seed=3)
+    base = lodo_probs(pool, "last", "label", 10.0)
+    same = paired_lodo(pool, base, base.copy(), draws=50)
+    assert same["binary_ba"] == [0.0, 0.0, 0.0] and same["auc"] == [0.0, 0.0, 0.0]
+    # a head that knows every label: higher on both figures, the interval above zero
+    oracle = np.full_like(base, 0.01)
+    oracle[np.arange(len(pool.ids)), pool.y] = 0.97
+    noisy = base.copy()
+    rng = np.random.default_rng(0)
+    noisy[:, SUPPORTED] = rng.random(len(pool.ids))  # P(supported) made noise: worse
+    better = paired_lodo(pool, noisy, oracle, draws=50)
+    assert better["binary_ba"][1] > 0 and better["auc"][1] > 0
+    worse = paired_lodo(pool, oracle, noisy, draws=50)
+    assert worse["binary_ba"][2] < 0 and worse["auc"][2] < 0
