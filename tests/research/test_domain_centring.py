@@ -7,29 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from judge.verdicts import LABELS
 from research.domain_centring import centring_lodo
-from research.readers_transfer import Pool, label_sets
+from research.readers_transfer import Pool
+from tests.research.pools import synthetic_pool
 
 
 def shifted_pool(n_per: int = 80, seed: int = 0) -> Pool:
-    rng = np.random.default_rng(seed)
-    datasets, labels, rows, groups = [], [], [], []
-    for name in ("a", "b", "c"):
-        for k in range(n_per):
-            supported = k % 2 == 0
-            v = rng.normal(size=6)
-            v[0] += 1.5 if supported else -1.5
-            if name == "c":
-                v[0] += 4.0      # every claim of c looks supported to a head fitted on a, b
-            datasets.append(name)
-            labels.append("supported" if supported else "contradicted")
-            rows.append(v)
-            groups.append(f"{name}:{k // 2}")
-    classes, allowed = label_sets(datasets, labels)
-    return Pool([f"{g}:{k}" for k, g in enumerate(groups)], np.array(datasets), groups,
-                np.array([LABELS.index(x) for x in labels]), classes, allowed,
-                {"last": np.array(rows)})
+    def vector(d: int, name: str, supported: bool, rng: np.random.Generator) -> np.ndarray:
+        v = rng.normal(size=6)
+        v[0] += 1.5 if supported else -1.5
+        if name == "c":
+            v[0] += 4.0      # every claim of c looks supported to a head fitted on a, b
+        return v
+
+    return synthetic_pool(vector, n_per, seed)
 
 
 def test_centring_the_shifted_dataset_on_its_own_claims_brings_it_back() -> None:

@@ -9,32 +9,20 @@ import numpy as np
 
 from judge.decide.probe_head import ProbeHead
 from judge.verdicts import LABELS
-from research.readers_transfer import Pool, evaluate, label_sets, read_head
+from research.readers_transfer import Pool, evaluate, read_head
+from tests.research.pools import synthetic_pool
 
 
 def synthetic(n_per: int = 60, seed: int = 0, leak: str | None = None) -> Pool:
     """Three datasets; the label is written in the first coordinate for every dataset but
     ``leak``, whose label is only in its own coordinate (so a head that never saw it cannot
     read it)."""
-    rng = np.random.default_rng(seed)
-    datasets, labels, rows, groups = [], [], [], []
-    for d, name in enumerate(("a", "b", "c")):
-        for k in range(n_per):
-            supported = k % 2 == 0
-            v = rng.normal(size=8)
-            sign = 2.0 if supported else -2.0
-            if name == leak:
-                v[1 + d] += sign
-            else:
-                v[0] += sign
-            datasets.append(name)
-            labels.append("supported" if supported else "contradicted")
-            rows.append(v)
-            groups.append(f"{name}:{k // 2}")
-    classes, allowed = label_sets(datasets, labels)
-    return Pool([f"{g}:{k}" for k, g in enumerate(groups)], np.array(datasets), groups,
-                np.array([LABELS.index(x) for x in labels]), classes, allowed,
-                {"last": np.array(rows)})
+    def vector(d: int, name: str, supported: bool, rng: np.random.Generator) -> np.ndarray:
+        v = rng.normal(size=8)
+        v[1 + d if name == leak else 0] += 2.0 if supported else -2.0
+        return v
+
+    return synthetic_pool(vector, n_per, seed)
 
 
 def test_leave_one_dataset_out_never_sees_the_dataset_it_reads() -> None:
