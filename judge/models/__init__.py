@@ -16,7 +16,8 @@
   :mod:`~judge.models.preflight`: a model that cannot load refused before anything is stored;
 - :mod:`~judge.models.prompts`: versioned Jinja templates, sandboxed rendering, the manifest;
 - :mod:`~judge.models.schemas`: the structured outputs asked of a model;
-- :mod:`~judge.models.identity`: model names normalised, and the self-grading ban.
+- :mod:`~judge.models.identity`: model names normalised, and the self-grading ban;
+- :mod:`~judge.models.lazy_litellm`: litellm imported when first needed, kept from printing.
 
 May import config, records and store (calls are stored); never split, decide, pipeline or
 runs (nothing above them).

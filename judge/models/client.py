@@ -59,6 +59,7 @@ from judge.models.embedded import ModelUnavailable, model_unavailable  # noqa: E
 from judge.models.embedding import EmbeddingCalls  # noqa: E402
 from judge.models.failures import CallFailed, ReplayMiss, RunStopped, replay_failure  # noqa: E402
 from judge.models.label_tokens import LABEL_TOP_LOGPROBS  # noqa: E402
+from judge.models.lazy_litellm import quiet_litellm  # noqa: E402
 from judge.models.prompts import RenderedPrompt  # noqa: E402
 from judge.models.providers import ensure_registered, provider_for  # noqa: E402
 from judge.models.structured import instructor_client, instructor_model, response_schema  # noqa: E402
@@ -286,9 +287,7 @@ class ModelClient(EmbeddingCalls):
         run_id: str | None,
         params: dict[str, Any],
     ) -> tuple[dict[str, float], str]:
-        import litellm
-
-        litellm.suppress_debug_info = True
+        litellm = quiet_litellm()
         attempts = Attempts(call_id, run_id)
         row = self._row(prompt, schema, call_id, purpose, run_id, params)
         started = time.perf_counter()

@@ -21,6 +21,7 @@ from judge.models.budget import Limits
 from judge.models.calls import CallCore, CallStore
 from judge.models.control_tokens import defuse
 from judge.models.failures import CallFailed, replay_failure
+from judge.models.lazy_litellm import quiet_litellm
 from judge.models.prompts import RenderedPrompt
 from judge.models.served import UNLISTED, answer_problem, listing_problem, request
 from judge.models.vectors import encode, raw_vector, response_vector, stored_vector
@@ -106,9 +107,7 @@ class EmbeddingCalls(CallCore):
         self, prompt: RenderedPrompt, schema: dict[str, Any], call_id: str, purpose: str,
         run_id: str | None, params: dict[str, Any], model: str, claim: str | None = None,
     ) -> tuple[Any, str]:
-        import litellm
-
-        litellm.suppress_debug_info = True
+        litellm = quiet_litellm()
         attempts = Attempts(call_id, run_id)
         row = self._row(prompt, schema, call_id, purpose, run_id, params, model)
         started = time.perf_counter()

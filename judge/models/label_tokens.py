@@ -32,6 +32,7 @@ import re
 from functools import cache
 from typing import Any, get_args
 
+from judge.models.lazy_litellm import quiet_litellm
 from judge.models.schemas import LabelLiteral
 
 #: alternatives asked for each output token (enough for the four labels' first tokens and
@@ -197,9 +198,7 @@ def asks_label_logprobs(config: Any) -> bool:
 def model_lists_logprobs(model: str) -> bool:
     """Whether litellm lists ``logprobs`` and ``top_logprobs`` among a model's parameters."""
     try:
-        import litellm
-
-        litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+        litellm = quiet_litellm()
         params = litellm.get_supported_openai_params(model=model) or []
     except Exception:  # a provider litellm does not know
         return False

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 
+from judge.models.lazy_litellm import quiet_litellm
+
 #: litellm's providers whose request is built without I/O
 ON_LOOP_PROVIDERS = frozenset({"openai"})
 
@@ -34,8 +36,7 @@ _MARK: ContextVar[bool] = ContextVar("claim_judge_prepare_on_loop", default=Fals
 def prepares_on_loop(model: str, api_base: str | None = None) -> bool:
     """Whether litellm builds ``model``'s requests without I/O (its provider is one of
     :data:`ON_LOOP_PROVIDERS`); False for a model litellm cannot place."""
-    import litellm
-
+    litellm = quiet_litellm()
     try:
         provider = litellm.get_llm_provider(model, api_base=api_base)[1]
     except Exception:  # an unknown provider: leave it on the worker thread

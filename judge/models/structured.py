@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from judge.models.lazy_litellm import quiet_litellm
+
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -55,9 +57,8 @@ def instructor_model(model: type[T]) -> type[T]:
 def instructor_client() -> Any:
     """A new instructor client over litellm's ``acompletion`` (JSON-schema mode)."""
     import instructor
-    import litellm
 
-    litellm.suppress_debug_info = True  # it prints provider lists to stdout otherwise
+    litellm = quiet_litellm()
     # instructor logs each failed try as an error; every try is recorded here instead
     # (call_attempts), so its log would only repeat it on stderr
     logging.getLogger("instructor").setLevel(logging.CRITICAL)
