@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from judge.config import JudgeConfig
 from judge.models.client import response_schema
+from judge.models.lazy_litellm import quiet_litellm
 from judge.models.prompts import RenderedPrompt
 from judge.text import estimate_tokens
 
@@ -43,7 +44,7 @@ TOKENS_PER_FRAME = 30
 def model_context(model: str) -> int | None:
     """litellm's ``max_input_tokens`` for a model, None when litellm does not know it."""
     try:
-        import litellm
+        litellm = quiet_litellm()
 
         info = litellm.get_model_info(model)
     except Exception:  # unknown or custom models: litellm raises

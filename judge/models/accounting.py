@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge.models.identity import same_model
+from judge.models.lazy_litellm import quiet_litellm
 
 log = logging.getLogger("judge.models.client")
 
@@ -61,7 +62,7 @@ def describe(responses: list[Any]) -> dict[str, Any]:
     prompt_tokens = completion_tokens = 0
     cached: int | None = None
     costs: list[float | None] = []
-    import litellm
+    litellm = quiet_litellm()
 
     for each in responses:
         usage = getattr(each, "usage", None)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from judge.models.lazy_litellm import quiet_litellm
 from judge.models.prompts import RenderedPrompt
 
 #: What a deferral returns for a call to make online after all.
@@ -59,7 +60,7 @@ class BatchRequestFailed(Exception):
 
 def sent_model(model: str) -> str:
     """The model name a request body carries (litellm's, without the provider prefix)."""
-    import litellm
+    litellm = quiet_litellm()
 
     try:
         return str(litellm.get_llm_provider(model)[0])
@@ -69,7 +70,7 @@ def sent_model(model: str) -> str:
 
 def provider_of(model: str) -> str:
     """litellm's provider of ``model`` (``openai``, ``azure``, ``hosted_vllm``, ...)."""
-    import litellm
+    litellm = quiet_litellm()
 
     try:
         return str(litellm.get_llm_provider(model)[1])
@@ -97,7 +98,7 @@ def structured_format(response_model: type[BaseModel]) -> dict[str, Any]:
 
 def response_of(body: dict[str, Any]) -> Any:
     """A batch output's response body as litellm's response object."""
-    import litellm
+    litellm = quiet_litellm()
 
     return litellm.ModelResponse(**body)
 
@@ -106,7 +107,7 @@ def batch_cost(model: str, prompt_tokens: int, completion_tokens: int,
                online: float | None) -> float | None:
     """The price of a request answered in a batch: litellm's batch prices of the model when
     it has them, else half the online price (what the providers charge), None when unknown."""
-    import litellm
+    litellm = quiet_litellm()
 
     info: dict[str, Any] = {}
     with contextlib.suppress(Exception):  # a model litellm does not know: no batch prices

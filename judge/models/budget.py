@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judge.models.lazy_litellm import quiet_litellm
 from judge.text import estimate_tokens
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ class Budget:
 
     def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """What litellm's price list says such a call costs (None: no price known)."""
-        import litellm
+        litellm = quiet_litellm()
 
         try:
             prompt_cost, completion_cost = litellm.cost_per_token(

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit  # noqa: E402
 from judge.config import JudgeConfig  # noqa: E402
 from judge.errors import JudgeError  # noqa: E402
 from judge.masking import mask  # noqa: E402
+from judge.models.lazy_litellm import quiet_litellm  # noqa: E402
 from judge.models.providers import provider_for  # noqa: E402
 
 #: exit code of a cause in the config or the environment (sysexits ``EX_USAGE``)
@@ -103,14 +104,14 @@ class SetupError(JudgeError, ValueError):
 
 
 def _custom_providers() -> set[str]:
-    import litellm
+    litellm = quiet_litellm()
 
     return {entry.get("provider", "") for entry in litellm.custom_provider_map}
 
 
 def route(config: JudgeConfig) -> ModelRoute:
     """Where the calls of ``config``'s model go (no network)."""
-    import litellm
+    litellm = quiet_litellm()
 
     model = config.model
     in_process = provider_for(model)
@@ -245,7 +246,7 @@ def _online_finding(config: JudgeConfig, timeout: float) -> Finding:
     refused key or an unknown model shows now, in words (:func:`provider_refusal`)."""
     if provider_for(config.model) is not None:
         return Finding("online", True, "the model runs in this process: no key to check")
-    import litellm
+    litellm = quiet_litellm()
 
     from judge.models.attempts import provider_refusal, setup_failure
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from judge.config.probe import ProbeEndpoint
 from judge.masking import mask
+from judge.models.lazy_litellm import quiet_litellm
 
 #: How a refusal for an endpoint whose models could not be listed begins (asked again later)
 UNLISTED = "could not list the models of the embeddings endpoint"
@@ -79,7 +80,7 @@ def answer_problem(endpoint: ProbeEndpoint, answered_as: str | None,
 async def listing_problem(endpoint: ProbeEndpoint, api_key: str | None = None) -> str | None:
     """Why the endpoint cannot be read as the pinned model (None: it lists the pinned id
     among the models it serves)."""
-    import litellm
+    litellm = quiet_litellm()
 
     pinned = served_id(endpoint.model)
     provider = endpoint.model.partition("/")[0]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from judge.hashing import content_hash
 from judge.models.batched import CHAT_URL, provider_of, read_results, request_line
 from judge.models.failures import RunStopped
+from judge.models.lazy_litellm import quiet_litellm
 
 if TYPE_CHECKING:
     from judge.runs.deferred import BatchQueue, Pending
@@ -101,7 +102,7 @@ class ProviderBatches:
     async def _advance(self, queue: BatchQueue, job_id: str, by_id: dict[str, Pending],
                        where: dict[str, Any]) -> bool:
         """Take a job one step on; True once its answers are stored."""
-        import litellm
+        litellm = quiet_litellm()
 
         job = self.store.batch_job(job_id)
         assert job is not None
@@ -154,7 +155,7 @@ class ProviderBatches:
     async def _made_from(self, input_file_id: str, where: dict[str, Any]) -> Any:
         """The provider's batch made from this input file, if one was (its id was not
         recorded: the run stopped between creating it and recording it)."""
-        import litellm
+        litellm = quiet_litellm()
 
         listed = await litellm.alist_batches(limit=LIST_LIMIT, **where)
         for batch in getattr(listed, "data", None) or []:
