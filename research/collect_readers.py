@@ -45,11 +45,11 @@ REPO = ROOT.parent
 sys.path.insert(0, str(REPO))
 
 from judge.config import JudgeConfig  # noqa: E402
-from judge.decide.probe import probe_prompt, said_before  # noqa: E402
+from judge.decide.probe import probe_prompt  # noqa: E402
 from judge.evaluation.gold import read_gold  # noqa: E402
 from judge.evaluation.matching import gold_to_records  # noqa: E402
 from judge.models.control_tokens import defuse  # noqa: E402
-from judge.models.prompts import prompts_dir, render  # noqa: E402
+from judge.models.prompts import prompts_dir  # noqa: E402
 from judge.models.readers import READERS, pool, prompt_spans, token_offsets  # noqa: E402
 from judge.records import AnswerRecord  # noqa: E402
 from judge.verdicts import Claim  # noqa: E402
@@ -95,12 +95,9 @@ def pool_prompts(paths: list[Path], config: JudgeConfig, measure: bool = False,
             text = entry.item.claim.strip()
             claim = Claim(id=ref.claim_id, answer_id=record.id, index=0, text=text,
                           origin="given")
-            if no_evidence:
-                prompt = render("probe_claim", config.prompts["probe_claim"], root,
-                                claim=claim.text, excerpts=[],
-                                context=said_before(record.question))
-            else:
-                _, prompt = probe_prompt(config, root, record, claim)
+            if no_evidence:  # the product's prompt for the record without its sources
+                record = record.model_copy(update={"sources": []})
+            _, prompt = probe_prompt(config, root, record, claim)
             out.append({"id": entry.item.id, "text": defuse(prompt.as_text()),
                         "claim": defuse(text)})
     out.sort(key=lambda p: order_key(p["id"]))

@@ -221,13 +221,8 @@ def figures(pool: Pool, rows: np.ndarray, probs: np.ndarray) -> dict[str, Any]:
 
 def evaluate(pool: Pool, readers: str, weighting: str, lam: float) -> dict[str, Any]:
     x = pool.x(readers)
-    names = sorted(set(pool.datasets.tolist()))
     started = time.perf_counter()
-    lodo: dict[str, Any] = {}
-    for ds in names:
-        held = np.flatnonzero(pool.datasets == ds)
-        rest = np.flatnonzero(pool.datasets != ds)
-        lodo[ds] = figures(pool, held, fit_predict(pool, x, rest, held, lam, weighting))
+    lodo = per_dataset(pool, lodo_probs(pool, x, weighting, lam))
     fold = np.array([bucket(g, 0) % 10 for g in pool.groups])
     probs = np.zeros((len(pool.ids), len(LABELS)))
     for f in range(10):
@@ -283,9 +278,9 @@ def line(result: dict[str, Any]) -> str:
             f"{s['folds_auc']:.3f} 4-lab {s['folds_four_ba']:.3f} | {per}")
 
 
-def lodo_probs(pool: Pool, readers: str, weighting: str, lam: float) -> np.ndarray:
-    """Every claim's probabilities from the head fitted without its dataset."""
-    x = pool.x(readers)
+def lodo_probs(pool: Pool, x: np.ndarray, weighting: str, lam: float) -> np.ndarray:
+    """Every claim's probabilities from the head fitted without its dataset (``x``: the
+    candidate's vectors, :meth:`Pool.x`)."""
     probs = np.zeros((len(pool.ids), len(LABELS)))
     for ds in sorted(set(pool.datasets.tolist())):
         held = np.flatnonzero(pool.datasets == ds)
@@ -383,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         (ra, la), (rb, lb) = (p.rsplit("@", 1) for p in args.paired)
         with threadpool_limits(limits=1, user_api="blas"):
             paired = {"base": args.paired[0], "other": args.paired[1], **paired_lodo(
-                pool, lodo_probs(pool, ra, args.weightings[0], float(la)),
-                lodo_probs(pool, rb, args.weightings[0], float(lb)))}
+                pool, lodo_probs(pool, pool.x(ra), args.weightings[0], float(la)),
+                lodo_probs(pool, pool.x(rb), args.weightings[0], float(lb)))}
         print(f"paired, {args.paired[1]} against {args.paired[0]} (mean over datasets, left "
               f"out, 95% interval): binary BA {paired['binary_ba']}, AUC {paired['auc']}")
     largest = max(r["n"] for r in results)  # chosen on the largest pool measured

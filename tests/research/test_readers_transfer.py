@@ -63,7 +63,7 @@ def test_paired_lodo_is_zero_for_the_same_head_and_positive_for_a_better_one() -
     from research.readers_transfer import SUPPORTED, lodo_probs, paired_lodo
 
     pool = synthetic(seed=3)
-    base = lodo_probs(pool, "last", "label", 10.0)
+    base = lodo_probs(pool, pool.x("last"), "label", 10.0)
     same = paired_lodo(pool, base, base.copy(), draws=50)
     assert same["binary_ba"] == [0.0, 0.0, 0.0] and same["auc"] == [0.0, 0.0, 0.0]
     # a head that knows every label: higher on both figures, the interval above zero
